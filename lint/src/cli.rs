@@ -1,0 +1,335 @@
+//! The command line: `cargo mcp-lint [OPTIONS] [PATH]...`.
+
+use std::io::{self, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{ArgAction, CommandFactory, FromArgMatches, Parser};
+use mcp_migrate_rules::{RuleId, Severity, RULES};
+
+use crate::config::{Config, ConfigError, Layer, Level};
+use crate::output::{self, Format, RenderOptions};
+use crate::walk;
+
+/// Exit code: nothing at error severity.
+pub const EXIT_CLEAN: u8 = 0;
+/// Exit code: at least one finding at error severity.
+pub const EXIT_FINDINGS: u8 = 1;
+/// Exit code: usage, configuration or internal error.
+pub const EXIT_ERROR: u8 = 2;
+
+/// Finds code that relies on what MCP 2026-07-28 deprecated or removed.
+///
+/// With no PATH, lints every member of the cargo workspace of the current directory. A PATH may be
+/// a directory (walked honouring .gitignore; the Cargo.toml files in it are linted too) or a file.
+#[derive(Debug, Parser)]
+#[command(name = "cargo-mcp-lint", bin_name = "cargo mcp-lint", version)]
+pub struct Args {
+    /// Files or directories to lint (default: the cargo workspace of the current directory)
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Full)]
+    pub format: Format,
+
+    /// Write the report to FILE instead of standard output
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output_file: Option<PathBuf>,
+
+    /// Turn a rule off (name, code, or `all`); repeatable, later flags win
+    #[arg(short = 'A', long = "allow", value_name = "RULE", action = ArgAction::Append)]
+    pub allow: Vec<String>,
+
+    /// Report a rule as a warning (name, code, or `all`)
+    #[arg(short = 'W', long = "warn", value_name = "RULE", action = ArgAction::Append)]
+    pub warn: Vec<String>,
+
+    /// Report a rule as an error, failing the run (name, code, or `all`)
+    #[arg(short = 'D', long = "deny", value_name = "RULE", action = ArgAction::Append)]
+    pub deny: Vec<String>,
+
+    /// Exit 0 even when there are findings at error severity
+    #[arg(long)]
+    pub exit_zero: bool,
+
+    /// Read configuration from FILE (an mcp-lint.toml) instead of looking it up
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Print the documentation of a rule and exit
+    #[arg(long, value_name = "RULE", conflicts_with = "list_rules")]
+    pub explain: Option<String>,
+
+    /// Print the rule catalogue and exit
+    #[arg(long)]
+    pub list_rules: bool,
+
+    /// When to use colours in the `full` format
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+
+    /// Parse every file, even those the byte-level pre-filter proves irrelevant (for measurements)
+    #[arg(long, hide = true)]
+    pub no_prefilter: bool,
+
+    /// Worker threads (default: one per core)
+    #[arg(long, short = 'j', value_name = "N")]
+    pub threads: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+/// Runs the linter with the process arguments (`cargo mcp-lint` passes `mcp-lint` first).
+pub fn main() -> ExitCode {
+    let mut arguments: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if arguments
+        .get(1)
+        .is_some_and(|argument| argument == "mcp-lint")
+    {
+        arguments.remove(1);
+    }
+    let matches = match Args::command().try_get_matches_from(arguments) {
+        Ok(matches) => matches,
+        Err(error) => {
+            let code = if error.use_stderr() {
+                EXIT_ERROR
+            } else {
+                EXIT_CLEAN
+            };
+            let _ = error.print();
+            return ExitCode::from(code);
+        }
+    };
+    let levels = ordered_levels(&matches);
+    let args = match Args::from_arg_matches(&matches) {
+        Ok(args) => args,
+        Err(error) => {
+            let _ = error.print();
+            return ExitCode::from(EXIT_ERROR);
+        }
+    };
+    ExitCode::from(run(args, levels))
+}
+
+/// `-A/-W/-D` in the order given, so that later flags win as they do for rustc.
+fn ordered_levels(matches: &clap::ArgMatches) -> Vec<(usize, Level, String)> {
+    let mut levels = Vec::new();
+    for (id, level) in [
+        ("allow", Level::Allow),
+        ("warn", Level::Warn),
+        ("deny", Level::Deny),
+    ] {
+        if let (Some(indices), Some(values)) =
+            (matches.indices_of(id), matches.get_many::<String>(id))
+        {
+            for (index, value) in indices.zip(values) {
+                levels.push((index, level, value.clone()));
+            }
+        }
+    }
+    levels.sort_by_key(|(index, _, _)| *index);
+    levels
+}
+
+/// Runs one invocation and returns its exit code.
+pub fn run(args: Args, ordered: Vec<(usize, Level, String)>) -> u8 {
+    if args.list_rules {
+        return print_or_broken_pipe(|out| list_rules(out));
+    }
+    if let Some(selector) = &args.explain {
+        let Some(rule) = mcp_migrate_rules::lookup(selector) else {
+            eprintln!(
+                "error: {}",
+                mcp_migrate_rules::UnknownRule(selector.clone())
+            );
+            return EXIT_ERROR;
+        };
+        return print_or_broken_pipe(|out| {
+            writeln!(out, "{}", rule.docs.trim_end())?;
+            writeln!(
+                out,
+                "\nCode: {}  Default: {}  Docs: {}",
+                rule.code,
+                rule.default_severity,
+                rule.url()
+            )
+        });
+    }
+    let mut cli_levels = Vec::new();
+    for (_, level, selector) in ordered {
+        if selector == "all" {
+            cli_levels.extend(RuleId::ALL.iter().map(|rule| (*rule, level)));
+            continue;
+        }
+        match selector.parse::<RuleId>() {
+            Ok(rule) => cli_levels.push((rule, level)),
+            Err(error) => {
+                eprintln!("error: {error}");
+                return EXIT_ERROR;
+            }
+        }
+    }
+    if let Some(threads) = args.threads {
+        // Only fails if the global pool was already built, which cannot happen here.
+        let _ = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads.max(1))
+            .build_global();
+    }
+
+    let targets = if args.paths.is_empty() {
+        walk::workspace_targets()
+    } else {
+        walk::path_targets(&args.paths)
+    };
+    let targets = match targets {
+        Ok(targets) => targets,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return EXIT_ERROR;
+        }
+    };
+    let config = match load_config(&args, &targets, cli_levels) {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("{:?}", miette::Report::new(*error));
+            return EXIT_ERROR;
+        }
+    };
+    let outcome = crate::lint(&targets, &config, !args.no_prefilter);
+    let color = match args.color {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            args.output_file.is_none()
+                && io::stdout().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none()
+        }
+    };
+    let options = RenderOptions { color };
+    let rendered = match &args.output_file {
+        Some(path) => std::fs::File::create(path).and_then(|file| {
+            let mut writer = io::BufWriter::new(file);
+            output::render(
+                args.format,
+                &outcome.diagnostics,
+                &outcome.summary,
+                options,
+                &mut writer,
+            )?;
+            writer.flush()
+        }),
+        None => {
+            let stdout = io::stdout();
+            let mut writer = io::BufWriter::new(stdout.lock());
+            output::render(
+                args.format,
+                &outcome.diagnostics,
+                &outcome.summary,
+                options,
+                &mut writer,
+            )
+            .and_then(|()| writer.flush())
+        }
+    };
+    if let Err(error) = rendered {
+        // A closed pipe (`cargo mcp-lint | head`) is the reader's choice, not a failure.
+        if error.kind() != io::ErrorKind::BrokenPipe {
+            eprintln!("error: could not write the report: {error}");
+            return EXIT_ERROR;
+        }
+    }
+    let has_errors = outcome
+        .diagnostics
+        .iter()
+        .any(|diagnostic| diagnostic.severity == Severity::Error);
+    if has_errors && !args.exit_zero {
+        EXIT_FINDINGS
+    } else {
+        EXIT_CLEAN
+    }
+}
+
+fn print_or_broken_pipe(print: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> u8 {
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    match print(&mut out).and_then(|()| out.flush()) {
+        Ok(()) => EXIT_CLEAN,
+        Err(error) if error.kind() == io::ErrorKind::BrokenPipe => EXIT_CLEAN,
+        Err(error) => {
+            eprintln!("error: {error}");
+            EXIT_ERROR
+        }
+    }
+}
+
+fn list_rules(out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "{:<7} {:<36} {:<8} SUMMARY", "CODE", "NAME", "DEFAULT")?;
+    for rule in RULES {
+        writeln!(
+            out,
+            "{:<7} {:<36} {:<8} {}",
+            rule.code, rule.name, rule.default_severity, rule.summary
+        )?;
+    }
+    Ok(())
+}
+
+/// Finds the configuration: `--config`, else the nearest `mcp-lint.toml` or
+/// `[workspace.metadata.mcp-lint]` from the workspace root (or the working directory) upwards;
+/// plus `[package.metadata.mcp-lint]` of every package whose files are linted.
+fn load_config(
+    args: &Args,
+    targets: &walk::Targets,
+    cli_levels: Vec<(RuleId, Level)>,
+) -> Result<Config, Box<ConfigError>> {
+    let root = match &args.config {
+        Some(path) => Some(Layer::from_config_file(path)?),
+        None => {
+            let start = targets
+                .workspace_root
+                .clone()
+                .or_else(|| std::env::current_dir().ok())
+                .unwrap_or_default();
+            find_root_layer(&start)?
+        }
+    };
+    let mut packages = Vec::new();
+    let mut package_dirs: Vec<&Path> = targets
+        .manifests
+        .iter()
+        .filter_map(|manifest| manifest.parent())
+        .collect();
+    package_dirs.sort();
+    package_dirs.dedup();
+    for dir in package_dirs {
+        if let Some(layer) = Layer::from_manifest(&dir.join("Cargo.toml"), false)? {
+            packages.push(layer);
+        }
+    }
+    Ok(Config::new(root, packages, cli_levels))
+}
+
+fn find_root_layer(start: &Path) -> Result<Option<Layer>, Box<ConfigError>> {
+    for dir in start.ancestors() {
+        for name in ["mcp-lint.toml", ".mcp-lint.toml"] {
+            let candidate = dir.join(name);
+            if candidate.is_file() {
+                return Ok(Some(Layer::from_config_file(&candidate)?));
+            }
+        }
+        let manifest = dir.join("Cargo.toml");
+        if manifest.is_file() {
+            let text = std::fs::read_to_string(&manifest).unwrap_or_default();
+            if text.contains("[workspace") {
+                return Layer::from_manifest(&manifest, true);
+            }
+        }
+    }
+    Ok(None)
+}

@@ -1,0 +1,1048 @@
+//! The one AST walk over a Rust file. It keeps just enough context to tell an MCP peer from any
+//! other receiver (typed bindings, struct fields, `if let` bindings), which trait impl and method
+//! it is in, and which `match` arm method literal encloses it; and it dispatches each node kind to
+//! the symbol tables in `symbols.rs`.
+//!
+//! There is no type inference: a call such as `something().create_message(..)` whose receiver is
+//! not recognised is not reported (a documented blind spot), so that `create_message` on a mail
+//! or LSP client never is.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use mcp_migrate_rules::RuleId;
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+use syn::visit::{self, Visit};
+
+use super::imports::{Resolved, UseMap};
+use super::macros::{fragments, Fragment, Json};
+use super::symbols::{self, Finding, Receiver};
+use super::words;
+use crate::diagnostic::{ByteSpan, Diagnostic, SourceFile};
+
+/// The `ServerHandler` methods whose results may be `input_required`.
+const MRTR_HANDLERS: &[&str] = &["call_tool", "get_prompt", "read_resource"];
+/// The JSON-RPC methods whose results may be `input_required`.
+const MRTR_METHODS: &[&str] = &["tools/call", "prompts/get", "resources/read"];
+
+/// Type names that stand for an rmcp peer (or something that derefs to one).
+const PEER_TYPES: &[&str] = &[
+    "Peer",
+    "RequestContext",
+    "NotificationContext",
+    "RunningService",
+    "ServerSink",
+    "ClientSink",
+];
+
+/// Calls that hand back (a view of) their receiver: a peer stays a peer through them.
+const TRANSPARENT_METHODS: &[&str] = &[
+    "clone",
+    "as_ref",
+    "as_mut",
+    "as_deref",
+    "unwrap",
+    "expect",
+    "lock",
+    "read",
+    "write",
+    "borrow",
+    "borrow_mut",
+    "get",
+    "to_owned",
+    "cloned",
+    "iter",
+    "into_iter",
+    "values",
+    "first",
+    "last",
+];
+
+/// The methods of `ElicitationSchema::builder()` that take a property name first.
+const SCHEMA_BUILDER_METHODS: &[&str] = &[
+    "required_string",
+    "optional_string",
+    "string_property",
+    "required_string_with",
+    "optional_string_with",
+    "required_property",
+    "property",
+    "required_email",
+    "optional_email",
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StateKind {
+    /// Built by plain serialisation, a literal or string formatting.
+    Unsigned,
+    /// Passed through a call that seals, signs or MACs it.
+    Sealed,
+    Unknown,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Binding {
+    peer: bool,
+    state: StateKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HandlerTrait {
+    Server,
+    Client,
+    Other,
+}
+
+/// Everything the walk needs to know about the file before it starts.
+pub struct FileContext<'a> {
+    pub file: &'a Arc<SourceFile>,
+    pub uses: &'a UseMap,
+    /// The crate depends on the SDK, or the file names it: name-only rules may fire.
+    pub sdk_active: bool,
+}
+
+pub struct Analyzer<'a> {
+    cx: FileContext<'a>,
+    diagnostics: Vec<Diagnostic>,
+    scopes: Vec<HashMap<String, Binding>>,
+    /// Fields of this file's structs whose type is a peer.
+    peer_fields: HashSet<String>,
+    /// The trait of each enclosing `impl`, innermost last.
+    impls: Vec<HandlerTrait>,
+    /// The enclosing `impl ServerHandler` method, if any.
+    server_method: Option<String>,
+    /// The string-literal patterns of enclosing `match` arms, innermost last.
+    arm_literals: Vec<Option<String>>,
+    /// How many enclosing nodes already reported each rule (nested findings are not repeated).
+    reporting: HashMap<RuleId, usize>,
+    /// Types used for typed elicitation (`elicit::<T>`, `elicit_safe!(T)`).
+    elicitation_types: HashSet<String>,
+    /// Secret-looking fields of this file's structs: (struct, field, span).
+    secret_fields: Vec<(String, String, Span)>,
+}
+
+impl<'a> Analyzer<'a> {
+    pub fn new(cx: FileContext<'a>) -> Self {
+        Analyzer {
+            cx,
+            diagnostics: Vec::new(),
+            scopes: vec![HashMap::new()],
+            peer_fields: HashSet::new(),
+            impls: Vec::new(),
+            server_method: None,
+            arm_literals: Vec::new(),
+            reporting: HashMap::new(),
+            elicitation_types: HashSet::new(),
+            secret_fields: Vec::new(),
+        }
+    }
+
+    /// Walks the file and returns its findings at their default severity.
+    pub fn run(mut self, file: &syn::File) -> Vec<Diagnostic> {
+        let mut fields = FieldCollector {
+            analyzer: &mut self,
+        };
+        fields.visit_file(file);
+        self.visit_file(file);
+        self.finish_secret_fields();
+        self.diagnostics
+    }
+
+    // ----- reporting -------------------------------------------------------------------------
+
+    fn report(&mut self, finding: &Finding, span: Span) -> bool {
+        if self.reporting.get(&finding.rule).copied().unwrap_or(0) > 0 {
+            return false;
+        }
+        let byte_span = ByteSpan::from_proc_macro(self.cx.file, span);
+        if self
+            .diagnostics
+            .iter()
+            .any(|d| d.rule == finding.rule && d.span == byte_span)
+        {
+            return false;
+        }
+        self.diagnostics.push(Diagnostic {
+            rule: finding.rule,
+            severity: finding.rule.rule().default_severity,
+            file: self.cx.file.clone(),
+            span: byte_span,
+            message: finding.message.clone(),
+            help: finding.help.clone(),
+            label: finding.label.clone(),
+        });
+        true
+    }
+
+    /// Reports each finding at `span`, then walks `inner` with those rules marked as reported.
+    fn report_around(&mut self, findings: &[Finding], span: Span, inner: impl FnOnce(&mut Self)) {
+        let mut reported = Vec::new();
+        for finding in findings {
+            if self.report(finding, span) {
+                reported.push(finding.rule);
+            }
+        }
+        for rule in &reported {
+            *self.reporting.entry(*rule).or_default() += 1;
+        }
+        inner(self);
+        for rule in &reported {
+            if let Some(count) = self.reporting.get_mut(rule) {
+                *count -= 1;
+            }
+        }
+    }
+
+    // ----- scopes ----------------------------------------------------------------------------
+
+    fn lookup(&self, name: &str) -> Option<Binding> {
+        self.scopes
+            .iter()
+            .rev()
+            .find_map(|scope| scope.get(name).copied())
+    }
+
+    fn bind_pattern(&mut self, pat: &syn::Pat, binding: Binding) {
+        let mut names = Vec::new();
+        pattern_idents(pat, &mut names);
+        let scope = self.scopes.last_mut().expect("a scope is always open");
+        for name in names {
+            scope.insert(name, binding);
+        }
+    }
+
+    fn with_scope(&mut self, inner: impl FnOnce(&mut Self)) {
+        self.scopes.push(HashMap::new());
+        inner(self);
+        self.scopes.pop();
+    }
+
+    // ----- classification --------------------------------------------------------------------
+
+    fn is_peer_type(&self, ty: &syn::Type) -> bool {
+        match ty {
+            syn::Type::Path(type_path) => {
+                let path = &type_path.path;
+                if let Some(last) = path.segments.last() {
+                    if PEER_TYPES.contains(&last.ident.to_string().as_str()) {
+                        let resolved = self.cx.uses.resolve_path(path);
+                        if resolved.is_sdk || (self.cx.sdk_active && !resolved.through_import) {
+                            return true;
+                        }
+                    }
+                }
+                path.segments.iter().any(|segment| {
+                    match &segment.arguments {
+                    syn::PathArguments::AngleBracketed(args) => args.args.iter().any(|arg| {
+                        matches!(arg, syn::GenericArgument::Type(inner) if self.is_peer_type(inner))
+                    }),
+                    _ => false,
+                }
+                })
+            }
+            syn::Type::Reference(reference) => self.is_peer_type(&reference.elem),
+            syn::Type::Paren(paren) => self.is_peer_type(&paren.elem),
+            syn::Type::Group(group) => self.is_peer_type(&group.elem),
+            _ => false,
+        }
+    }
+
+    fn is_peer_expr(&self, expr: &syn::Expr) -> bool {
+        if !self.cx.sdk_active {
+            return false;
+        }
+        match expr {
+            syn::Expr::Field(field) => match &field.member {
+                syn::Member::Named(name) if name == "peer" => true,
+                syn::Member::Named(name) => {
+                    is_self(&field.base) && self.peer_fields.contains(&name.to_string())
+                }
+                syn::Member::Unnamed(_) => false,
+            },
+            syn::Expr::MethodCall(call) => {
+                call.method == "peer"
+                    || (TRANSPARENT_METHODS.contains(&call.method.to_string().as_str())
+                        && self.is_peer_expr(&call.receiver))
+            }
+            syn::Expr::Await(inner) => self.is_peer_expr(&inner.base),
+            syn::Expr::Try(inner) => self.is_peer_expr(&inner.expr),
+            syn::Expr::Paren(inner) => self.is_peer_expr(&inner.expr),
+            syn::Expr::Group(inner) => self.is_peer_expr(&inner.expr),
+            syn::Expr::Reference(inner) => self.is_peer_expr(&inner.expr),
+            syn::Expr::Unary(unary) if matches!(unary.op, syn::UnOp::Deref(_)) => {
+                self.is_peer_expr(&unary.expr)
+            }
+            syn::Expr::Path(path) => path
+                .path
+                .get_ident()
+                .and_then(|ident| self.lookup(&ident.to_string()))
+                .is_some_and(|binding| binding.peer),
+            syn::Expr::Call(call) => {
+                // `Arc::clone(&peer)`, `Some(peer)`
+                let callee_is_clone = matches!(&*call.func, syn::Expr::Path(p)
+                    if p.path.segments.last().is_some_and(|s| s.ident == "clone" || s.ident == "Some"));
+                callee_is_clone && call.args.first().is_some_and(|arg| self.is_peer_expr(arg))
+            }
+            _ => false,
+        }
+    }
+
+    fn state_kind(&self, expr: &syn::Expr) -> StateKind {
+        if let syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(_),
+            ..
+        }) = expr
+        {
+            return StateKind::Unsigned;
+        }
+        let mut finder = StateFinder {
+            analyzer: self,
+            sealed: false,
+            unsigned: false,
+        };
+        finder.visit_expr(expr);
+        if finder.sealed {
+            StateKind::Sealed
+        } else if finder.unsigned {
+            StateKind::Unsigned
+        } else {
+            StateKind::Unknown
+        }
+    }
+
+    fn binding_for(&self, ty: Option<&syn::Type>, init: Option<&syn::Expr>) -> Binding {
+        Binding {
+            peer: ty.is_some_and(|ty| self.is_peer_type(ty))
+                || init.is_some_and(|init| self.is_peer_expr(init)),
+            state: init.map_or(StateKind::Unknown, |init| self.state_kind(init)),
+        }
+    }
+
+    fn handler_trait(&self, path: &syn::Path) -> HandlerTrait {
+        let resolved = self.cx.uses.resolve_path(path);
+        let is_sdk = resolved.is_sdk || (self.cx.sdk_active && !resolved.through_import);
+        match resolved.last() {
+            "ServerHandler" if is_sdk => HandlerTrait::Server,
+            "ClientHandler" if is_sdk => HandlerTrait::Client,
+            _ => HandlerTrait::Other,
+        }
+    }
+
+    /// Whether `resolved` may name an SDK item: resolved into rmcp, or unresolved in a file whose
+    /// crate uses the SDK and whose name is not a local (`crate::`, `self::`) path.
+    fn may_be_sdk(&self, resolved: &Resolved) -> bool {
+        resolved.is_sdk
+    }
+
+    // ----- checks ----------------------------------------------------------------------------
+
+    /// Enum variants matched in patterns (`ContextInclusion::ThisServer => ..`).
+    fn check_pattern_path(&mut self, path: &syn::Path) {
+        let resolved = self.cx.uses.resolve_path(path);
+        if resolved.is_sdk {
+            for finding in symbols::path(&resolved) {
+                if finding.rule != RuleId::InputRequiredOutsideMrtr {
+                    self.report(&finding, path.span());
+                }
+            }
+        }
+    }
+
+    fn check_state_argument(&mut self, state: &syn::Expr) {
+        let state = strip_some(state);
+        if self.state_kind(state) == StateKind::Unsigned {
+            self.report(&symbols::unsigned_state(), state.span());
+        }
+    }
+
+    fn check_url_argument(&mut self, url: &syn::Expr) {
+        if let Some((text, span)) = url_literal(url) {
+            if let Some(problem) = words::url_problem(&text) {
+                self.report(&symbols::insecure_url(&problem), span);
+            }
+        }
+    }
+
+    fn check_method_literal(&mut self, lit: &syn::LitStr, in_jsonrpc_envelope: bool) {
+        for finding in symbols::method_literal(&lit.value(), in_jsonrpc_envelope) {
+            self.report(&finding, lit.span());
+        }
+    }
+
+    fn check_input_required_context(&mut self, span: Span, what: &str) {
+        let outside_handler = matches!(&self.server_method, Some(method) if !MRTR_HANDLERS.contains(&method.as_str()));
+        let outside_arm = matches!(self.arm_literals.iter().rev().flatten().next(),
+            Some(method) if !MRTR_METHODS.contains(&method.as_str()));
+        if outside_handler || outside_arm {
+            let place = match (
+                &self.server_method,
+                self.arm_literals.iter().rev().flatten().next(),
+            ) {
+                (_, Some(method)) if outside_arm => format!("a `{method}` response"),
+                (Some(method), _) => format!("`ServerHandler::{method}`"),
+                _ => "this handler".to_owned(),
+            };
+            self.report(&symbols::input_required_outside(what, &place), span);
+        }
+    }
+
+    fn check_json(&mut self, json: &Json) {
+        match json {
+            Json::Object(entries) => {
+                let envelope = json.get("jsonrpc").is_some() || json.get("id").is_some();
+                for entry in entries {
+                    match (entry.key.as_deref(), &entry.value) {
+                        (Some("method"), Json::Str(method, span)) => {
+                            for finding in symbols::method_literal(method, envelope) {
+                                self.report(&finding, *span);
+                            }
+                        }
+                        (Some("includeContext"), Json::Str(value, span)) => {
+                            if let Some(finding) = symbols::include_context_literal(value) {
+                                self.report(&finding, *span);
+                            }
+                        }
+                        (Some("resultType"), Json::Str(value, span))
+                            if value == "input_required" =>
+                        {
+                            self.check_input_required_context(
+                                *span,
+                                "`\"resultType\": \"input_required\"`",
+                            );
+                        }
+                        (Some("requestState"), Json::Other(tokens)) => {
+                            if let Ok(expr) = syn::parse2::<syn::Expr>(tokens.clone()) {
+                                self.check_state_argument(&expr);
+                            }
+                        }
+                        (Some("requestState"), Json::Str(_, span)) => {
+                            self.report(&symbols::unsigned_state(), *span);
+                        }
+                        (Some("requestedSchema"), schema) => self.check_json_schema(schema),
+                        _ => {}
+                    }
+                }
+                if json.get("mode").and_then(|mode| mode.value.as_str()) == Some("url") {
+                    match json.get("url").map(|entry| &entry.value) {
+                        Some(Json::Str(url, span)) => {
+                            if let Some(problem) = words::url_problem(url) {
+                                self.report(&symbols::insecure_url(&problem), *span);
+                            }
+                        }
+                        Some(Json::Other(tokens)) => {
+                            if let Ok(expr) = syn::parse2::<syn::Expr>(tokens.clone()) {
+                                self.check_url_argument(&expr);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                for entry in entries {
+                    self.check_json(&entry.value);
+                }
+            }
+            Json::Array(items) => {
+                for item in items {
+                    self.check_json(item);
+                }
+            }
+            Json::Str(..) => {}
+            Json::Other(tokens) => {
+                if let Ok(expr) = syn::parse2::<syn::Expr>(tokens.clone()) {
+                    self.visit_expr(&expr);
+                }
+            }
+        }
+    }
+
+    fn check_json_schema(&mut self, schema: &Json) {
+        if let Some(entry) = schema.get("properties") {
+            if let Json::Object(properties) = &entry.value {
+                for property in properties {
+                    if let Some(name) = property.key.as_deref().filter(|n| words::is_secret_name(n))
+                    {
+                        self.report(&symbols::secret_property(name), property.key_span);
+                    }
+                }
+            }
+        }
+    }
+
+    fn finish_secret_fields(&mut self) {
+        let fields = std::mem::take(&mut self.secret_fields);
+        for (owner, field, span) in fields {
+            if self.elicitation_types.contains(&owner) {
+                self.report(&symbols::secret_field(&owner, &field), span);
+            }
+        }
+    }
+
+    fn visit_fragments(&mut self, tokens: proc_macro2::TokenStream) {
+        for fragment in fragments(tokens) {
+            match fragment {
+                Fragment::Expr(expr) => self.visit_expr(&expr),
+                Fragment::Stmt(stmt) => self.visit_stmt(&stmt),
+            }
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Analyzer<'_> {
+    fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
+        // Imports are reported from the use map, which holds the span of each imported name.
+        let _ = item;
+    }
+
+    fn visit_file(&mut self, file: &'ast syn::File) {
+        let imports = self.cx.uses.imports.clone();
+        for import in &imports {
+            if import.path[0] != super::imports::SDK_ROOT {
+                continue;
+            }
+            if let Some(finding) = symbols::imported_symbol(&import.path) {
+                self.report(&finding, import.span);
+            }
+        }
+        visit::visit_file(self, file);
+    }
+
+    fn visit_item_impl(&mut self, item: &'ast syn::ItemImpl) {
+        let kind = item
+            .trait_
+            .as_ref()
+            .map_or(HandlerTrait::Other, |(_, path, _)| self.handler_trait(path));
+        self.impls.push(kind);
+        visit::visit_item_impl(self, item);
+        self.impls.pop();
+    }
+
+    fn visit_impl_item_fn(&mut self, item: &'ast syn::ImplItemFn) {
+        let kind = self.impls.last().copied().unwrap_or(HandlerTrait::Other);
+        let name = item.sig.ident.to_string();
+        if let Some(finding) = symbols::handler_method(
+            kind == HandlerTrait::Server,
+            kind == HandlerTrait::Client,
+            &name,
+        ) {
+            self.report(&finding, item.sig.ident.span());
+        }
+        let previous = if kind == HandlerTrait::Server {
+            self.server_method.replace(name)
+        } else {
+            self.server_method.take()
+        };
+        self.with_scope(|this| visit::visit_impl_item_fn(this, item));
+        self.server_method = previous;
+    }
+
+    fn visit_item_fn(&mut self, item: &'ast syn::ItemFn) {
+        let previous = self.server_method.take();
+        let impls = std::mem::take(&mut self.impls);
+        self.with_scope(|this| visit::visit_item_fn(this, item));
+        self.impls = impls;
+        self.server_method = previous;
+    }
+
+    fn visit_signature(&mut self, sig: &'ast syn::Signature) {
+        for input in &sig.inputs {
+            if let syn::FnArg::Typed(typed) = input {
+                let binding = self.binding_for(Some(&typed.ty), None);
+                self.bind_pattern(&typed.pat, binding);
+            }
+        }
+        visit::visit_signature(self, sig);
+    }
+
+    fn visit_expr_closure(&mut self, closure: &'ast syn::ExprClosure) {
+        self.with_scope(|this| {
+            for input in &closure.inputs {
+                match input {
+                    syn::Pat::Type(typed) => {
+                        let binding = this.binding_for(Some(&typed.ty), None);
+                        this.bind_pattern(&typed.pat, binding);
+                    }
+                    other => this.bind_pattern(
+                        other,
+                        Binding {
+                            peer: false,
+                            state: StateKind::Unknown,
+                        },
+                    ),
+                }
+            }
+            visit::visit_expr_closure(this, closure);
+        });
+    }
+
+    fn visit_block(&mut self, block: &'ast syn::Block) {
+        self.with_scope(|this| visit::visit_block(this, block));
+    }
+
+    fn visit_local(&mut self, local: &'ast syn::Local) {
+        if let Some(init) = &local.init {
+            self.visit_expr(&init.expr);
+            if let Some((_, diverge)) = &init.diverge {
+                self.visit_expr(diverge);
+            }
+        }
+        let (pat, ty) = match &local.pat {
+            syn::Pat::Type(typed) => (&*typed.pat, Some(&*typed.ty)),
+            other => (other, None),
+        };
+        let binding = self.binding_for(ty, local.init.as_ref().map(|init| &*init.expr));
+        self.bind_pattern(pat, binding);
+    }
+
+    fn visit_expr_let(&mut self, expr: &'ast syn::ExprLet) {
+        self.visit_expr(&expr.expr);
+        let binding = self.binding_for(None, Some(&expr.expr));
+        self.bind_pattern(&expr.pat, binding);
+    }
+
+    fn visit_expr_for_loop(&mut self, expr: &'ast syn::ExprForLoop) {
+        self.visit_expr(&expr.expr);
+        self.with_scope(|this| {
+            let binding = this.binding_for(None, Some(&expr.expr));
+            this.bind_pattern(&expr.pat, binding);
+            this.visit_block(&expr.body);
+        });
+    }
+
+    fn visit_arm(&mut self, arm: &'ast syn::Arm) {
+        self.arm_literals.push(arm_method_literal(&arm.pat));
+        self.with_scope(|this| {
+            let binding = Binding {
+                peer: false,
+                state: StateKind::Unknown,
+            };
+            this.bind_pattern(&arm.pat, binding);
+            this.visit_pat(&arm.pat);
+            if let Some((_, guard)) = &arm.guard {
+                this.visit_expr(guard);
+            }
+            this.visit_expr(&arm.body);
+        });
+        self.arm_literals.pop();
+    }
+
+    fn visit_item_struct(&mut self, item: &'ast syn::ItemStruct) {
+        for field in &item.fields {
+            if let Some(ident) = &field.ident {
+                let name = ident.to_string();
+                if words::is_secret_name(&name) {
+                    self.secret_fields
+                        .push((item.ident.to_string(), name, ident.span()));
+                }
+            }
+        }
+        visit::visit_item_struct(self, item);
+    }
+
+    fn visit_expr_method_call(&mut self, call: &'ast syn::ExprMethodCall) {
+        let method = call.method.to_string();
+        let mut findings = Vec::new();
+        if let Some(entry) = symbols::method(&method) {
+            let applies = match entry.receiver {
+                Receiver::Peer => self.is_peer_expr(&call.receiver),
+                Receiver::Any => self.cx.sdk_active,
+            };
+            if applies {
+                findings = (entry.findings)();
+                if entry.typed_elicitation {
+                    if let Some(turbofish) = &call.turbofish {
+                        for arg in &turbofish.args {
+                            if let syn::GenericArgument::Type(syn::Type::Path(ty)) = arg {
+                                if let Some(last) = ty.path.segments.last() {
+                                    self.elicitation_types.insert(last.ident.to_string());
+                                }
+                            }
+                        }
+                    }
+                }
+                if let Some(index) = entry.url_argument {
+                    if let Some(url) = call.args.iter().nth(index) {
+                        self.check_url_argument(url);
+                    }
+                }
+            }
+        }
+        if self.cx.sdk_active
+            && SCHEMA_BUILDER_METHODS.contains(&method.as_str())
+            && builds_elicitation_schema(&call.receiver)
+        {
+            if let Some(syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(name),
+                ..
+            })) = call.args.first()
+            {
+                if words::is_secret_name(&name.value()) {
+                    self.report(&symbols::secret_property(&name.value()), name.span());
+                }
+            }
+        }
+        for arg in &call.args {
+            if let syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(lit),
+                ..
+            }) = arg
+            {
+                self.check_method_literal(lit, false);
+            }
+        }
+        // Nested findings of the same rule are not repeated inside the arguments; the receiver
+        // is a separate call (`builder().enable_roots().enable_roots_list_changed()`).
+        for attr in &call.attrs {
+            self.visit_attribute(attr);
+        }
+        self.visit_expr(&call.receiver);
+        self.report_around(&findings, call.method.span(), |this| {
+            if let Some(turbofish) = &call.turbofish {
+                this.visit_angle_bracketed_generic_arguments(turbofish);
+            }
+            for arg in &call.args {
+                this.visit_expr(arg);
+            }
+        });
+    }
+
+    fn visit_expr_call(&mut self, call: &'ast syn::ExprCall) {
+        if let syn::Expr::Path(func) = &*call.func {
+            let resolved = self.cx.uses.resolve_path(&func.path);
+            if self.may_be_sdk(&resolved) {
+                let tail: Vec<&str> = resolved.tail(2).iter().map(String::as_str).collect();
+                match tail.as_slice() {
+                    ["InputRequiredResult", "new"] => {
+                        if let Some(state) = call.args.iter().nth(1) {
+                            self.check_state_argument(state);
+                        }
+                    }
+                    ["InputRequiredResult", "from_request_state"] => {
+                        if let Some(state) = call.args.first() {
+                            self.check_state_argument(state);
+                        }
+                    }
+                    ["RequestStateCodec", "try_new"] => {
+                        if let Some(key) = call.args.first() {
+                            if let Some((length, span)) = literal_key_length(key) {
+                                if length < 32 {
+                                    self.report(&symbols::short_state_key(length), span);
+                                }
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for arg in &call.args {
+            if let syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(lit),
+                ..
+            }) = arg
+            {
+                self.check_method_literal(lit, false);
+            }
+        }
+        visit::visit_expr_call(self, call);
+    }
+
+    fn visit_expr_path(&mut self, expr: &'ast syn::ExprPath) {
+        let resolved = self.cx.uses.resolve_path(&expr.path);
+        if self.may_be_sdk(&resolved) {
+            let findings = symbols::path(&resolved);
+            let span = expr.path.span();
+            for finding in &findings {
+                if finding.rule == RuleId::InputRequiredOutsideMrtr {
+                    self.check_input_required_context(
+                        span,
+                        &format!("`{}`", resolved.tail(2).join("::")),
+                    );
+                } else {
+                    self.report(finding, span);
+                }
+            }
+        }
+        visit::visit_expr_path(self, expr);
+    }
+
+    fn visit_pat_tuple_struct(&mut self, pat: &'ast syn::PatTupleStruct) {
+        self.check_pattern_path(&pat.path);
+        visit::visit_pat_tuple_struct(self, pat);
+    }
+
+    fn visit_pat_struct(&mut self, pat: &'ast syn::PatStruct) {
+        self.check_pattern_path(&pat.path);
+        visit::visit_pat_struct(self, pat);
+    }
+
+    fn visit_type_path(&mut self, ty: &'ast syn::TypePath) {
+        let resolved = self.cx.uses.resolve_path(&ty.path);
+        if resolved.is_sdk && !resolved.through_import {
+            if let Some(finding) = symbols::imported_symbol(&resolved.segments) {
+                self.report(&finding, ty.path.span());
+            }
+        }
+        visit::visit_type_path(self, ty);
+    }
+
+    fn visit_expr_struct(&mut self, expr: &'ast syn::ExprStruct) {
+        let resolved = self.cx.uses.resolve_path(&expr.path);
+        let struct_name = resolved.last().to_owned();
+        for field in &expr.fields {
+            let syn::Member::Named(name) = &field.member else {
+                continue;
+            };
+            let name = name.to_string();
+            match name.as_str() {
+                "method" => {
+                    if let syn::Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Str(lit),
+                        ..
+                    }) = &field.expr
+                    {
+                        self.check_method_literal(lit, false);
+                    }
+                }
+                "request_state" if self.cx.sdk_active && is_some_call(&field.expr) => {
+                    self.check_state_argument(&field.expr);
+                }
+                "url" if struct_name == "UrlElicitationParams" && self.cx.sdk_active => {
+                    self.check_url_argument(&field.expr);
+                }
+                _ => {}
+            }
+            if resolved.is_sdk && !is_none(&field.expr) {
+                if let Some(finding) = symbols::capability_field(&struct_name, &name) {
+                    self.report(&finding, field.member.span());
+                }
+            }
+        }
+        visit::visit_expr_struct(self, expr);
+    }
+
+    fn visit_macro(&mut self, mac: &'ast syn::Macro) {
+        match last_ident(&mac.path) {
+            Some("macro_rules") => {}
+            Some("json") => {
+                let json = Json::parse(mac.tokens.clone());
+                self.check_json(&json);
+            }
+            Some("elicit_safe") => {
+                for tree in mac.tokens.clone() {
+                    if let proc_macro2::TokenTree::Ident(ident) = tree {
+                        self.elicitation_types.insert(ident.to_string());
+                    }
+                }
+            }
+            _ => self.visit_fragments(mac.tokens.clone()),
+        }
+        visit::visit_macro(self, mac);
+    }
+}
+
+/// Collects, before the main walk, which struct fields hold a peer.
+struct FieldCollector<'x, 'a> {
+    analyzer: &'x mut Analyzer<'a>,
+}
+
+impl<'ast> Visit<'ast> for FieldCollector<'_, '_> {
+    fn visit_field(&mut self, field: &'ast syn::Field) {
+        if let Some(ident) = &field.ident {
+            if self.analyzer.is_peer_type(&field.ty) {
+                self.analyzer.peer_fields.insert(ident.to_string());
+            }
+        }
+    }
+}
+
+fn is_self(expr: &syn::Expr) -> bool {
+    matches!(expr, syn::Expr::Path(path) if path.path.is_ident("self"))
+}
+
+fn last_ident(path: &syn::Path) -> Option<&str> {
+    // `Ident` has no `as_str`; the macros of interest are matched through this small table.
+    let last = path.segments.last()?;
+    ["macro_rules", "json", "elicit_safe", "format"]
+        .into_iter()
+        .find(|name| last.ident == name)
+}
+
+fn pattern_idents(pat: &syn::Pat, out: &mut Vec<String>) {
+    match pat {
+        syn::Pat::Ident(ident) => {
+            out.push(ident.ident.to_string());
+            if let Some((_, sub)) = &ident.subpat {
+                pattern_idents(sub, out);
+            }
+        }
+        syn::Pat::Type(typed) => pattern_idents(&typed.pat, out),
+        syn::Pat::Reference(reference) => pattern_idents(&reference.pat, out),
+        syn::Pat::Tuple(tuple) => tuple.elems.iter().for_each(|p| pattern_idents(p, out)),
+        syn::Pat::TupleStruct(tuple) => tuple.elems.iter().for_each(|p| pattern_idents(p, out)),
+        syn::Pat::Struct(pat_struct) => pat_struct
+            .fields
+            .iter()
+            .for_each(|field| pattern_idents(&field.pat, out)),
+        syn::Pat::Slice(slice) => slice.elems.iter().for_each(|p| pattern_idents(p, out)),
+        syn::Pat::Or(or) => or.cases.iter().for_each(|p| pattern_idents(p, out)),
+        syn::Pat::Paren(paren) => pattern_idents(&paren.pat, out),
+        _ => {}
+    }
+}
+
+/// The string literal a match arm matches on (`"roots/list" => ..`), if any.
+fn arm_method_literal(pat: &syn::Pat) -> Option<String> {
+    match pat {
+        syn::Pat::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(lit),
+            ..
+        }) => Some(lit.value()),
+        syn::Pat::Or(or) => or.cases.iter().find_map(arm_method_literal),
+        _ => None,
+    }
+}
+
+/// Looks through a `requestState` expression for what made it: a sealing call or a binding that
+/// holds sealed state wins; otherwise plain serialisation, encoding or formatting makes it unsigned.
+struct StateFinder<'x, 'a> {
+    analyzer: &'x Analyzer<'a>,
+    sealed: bool,
+    unsigned: bool,
+}
+
+impl<'ast> Visit<'ast> for StateFinder<'_, '_> {
+    fn visit_expr_method_call(&mut self, call: &'ast syn::ExprMethodCall) {
+        let method = call.method.to_string();
+        self.sealed |= is_sealing_name(&method);
+        self.unsigned |= matches!(method.as_str(), "encode" | "encode_string" | "to_string");
+        visit::visit_expr_method_call(self, call);
+    }
+
+    fn visit_expr_call(&mut self, call: &'ast syn::ExprCall) {
+        if let syn::Expr::Path(path) = &*call.func {
+            let segments: Vec<String> = path
+                .path
+                .segments
+                .iter()
+                .map(|segment| segment.ident.to_string())
+                .collect();
+            self.sealed |= segments.iter().any(|segment| is_sealing_name(segment));
+            let last = segments.last().map_or("", String::as_str);
+            let first = segments.first().map_or("", String::as_str);
+            self.unsigned |= matches!(last, "encode" | "encode_string")
+                || (first == "serde_json"
+                    && matches!(last, "to_string" | "to_vec" | "to_string_pretty"))
+                || (first == "String" && last == "from");
+        }
+        visit::visit_expr_call(self, call);
+    }
+
+    fn visit_expr_macro(&mut self, mac: &'ast syn::ExprMacro) {
+        self.unsigned |= mac.mac.path.is_ident("format");
+    }
+
+    fn visit_expr_path(&mut self, path: &'ast syn::ExprPath) {
+        if let Some(binding) = path
+            .path
+            .get_ident()
+            .and_then(|ident| self.analyzer.lookup(&ident.to_string()))
+        {
+            self.sealed |= binding.state == StateKind::Sealed;
+            self.unsigned |= binding.state == StateKind::Unsigned;
+        }
+    }
+
+    fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {
+        // `map_err(|e| e.to_string())` says nothing about the state itself.
+    }
+}
+
+/// `seal`, `seal_json`, `sign_state`, `hmac_sha256`, `encrypt`, `mint`, `mac`, ...
+fn is_sealing_name(name: &str) -> bool {
+    words::words(name).iter().any(|word| {
+        ["seal", "sign", "hmac", "encrypt", "mint"]
+            .iter()
+            .any(|prefix| word.starts_with(prefix))
+            || word == "mac"
+            || word == "aead"
+    })
+}
+
+fn strip_some(expr: &syn::Expr) -> &syn::Expr {
+    if let syn::Expr::Call(call) = expr {
+        if let syn::Expr::Path(func) = &*call.func {
+            if func.path.is_ident("Some") && call.args.len() == 1 {
+                return &call.args[0];
+            }
+        }
+    }
+    expr
+}
+
+fn is_some_call(expr: &syn::Expr) -> bool {
+    !std::ptr::eq(strip_some(expr), expr)
+}
+
+fn is_none(expr: &syn::Expr) -> bool {
+    matches!(expr, syn::Expr::Path(path) if path.path.is_ident("None"))
+}
+
+/// The literal text of a URL argument: `".."`, `Url::parse("..")`, `"..".parse()`,
+/// `"..".to_string()`, `String::from("..")`, `format!("..", ..)`, through `?`, `.unwrap()` and `&`.
+fn url_literal(expr: &syn::Expr) -> Option<(String, Span)> {
+    match expr {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(lit),
+            ..
+        }) => Some((lit.value(), lit.span())),
+        syn::Expr::Call(call) => call.args.first().and_then(url_literal),
+        syn::Expr::MethodCall(call) => url_literal(&call.receiver),
+        syn::Expr::Try(inner) => url_literal(&inner.expr),
+        syn::Expr::Reference(inner) => url_literal(&inner.expr),
+        syn::Expr::Paren(inner) => url_literal(&inner.expr),
+        syn::Expr::Macro(mac) if last_ident(&mac.mac.path) == Some("format") => {
+            let lit: syn::LitStr = mac
+                .mac
+                .parse_body_with(|input: syn::parse::ParseStream| {
+                    let lit: syn::LitStr = input.parse()?;
+                    let _rest: proc_macro2::TokenStream = input.parse()?;
+                    Ok(lit)
+                })
+                .ok()?;
+            Some((lit.value(), lit.span()))
+        }
+        _ => None,
+    }
+}
+
+/// The length of a literal key: `b".."`, `"..".as_bytes()`, `&[..]` of byte literals.
+fn literal_key_length(expr: &syn::Expr) -> Option<(usize, Span)> {
+    match expr {
+        syn::Expr::Lit(syn::ExprLit { lit, .. }) => match lit {
+            syn::Lit::ByteStr(bytes) => Some((bytes.value().len(), bytes.span())),
+            syn::Lit::Str(text) => Some((text.value().len(), text.span())),
+            _ => None,
+        },
+        syn::Expr::MethodCall(call) => literal_key_length(&call.receiver),
+        syn::Expr::Reference(inner) => literal_key_length(&inner.expr),
+        syn::Expr::Paren(inner) => literal_key_length(&inner.expr),
+        _ => None,
+    }
+}
+
+/// Whether a builder chain starts at `ElicitationSchema::builder()`.
+fn builds_elicitation_schema(expr: &syn::Expr) -> bool {
+    match expr {
+        syn::Expr::MethodCall(call) => builds_elicitation_schema(&call.receiver),
+        syn::Expr::Call(call) => matches!(&*call.func, syn::Expr::Path(path)
+            if path.path.segments.iter().any(|s| s.ident == "ElicitationSchema" || s.ident == "ElicitationSchemaBuilder")),
+        syn::Expr::Path(path) => path
+            .path
+            .segments
+            .iter()
+            .any(|s| s.ident == "ElicitationSchema" || s.ident == "ElicitationSchemaBuilder"),
+        syn::Expr::Paren(inner) => builds_elicitation_schema(&inner.expr),
+        _ => false,
+    }
+}

@@ -1,0 +1,156 @@
+//! Finding what to lint: the cargo workspace of the current directory, or the given paths
+//! (directories walked in parallel, honouring `.gitignore`), and the crate each file belongs to.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use crate::manifest::Manifest;
+use crate::rust::CrateContext;
+
+/// The files of one run.
+#[derive(Debug, Default)]
+pub struct Targets {
+    pub rust_files: Vec<PathBuf>,
+    pub manifests: Vec<PathBuf>,
+    /// The workspace root, when linting a cargo workspace (where configuration is looked up).
+    pub workspace_root: Option<PathBuf>,
+}
+
+/// Why targets could not be found.
+#[derive(Debug, thiserror::Error)]
+pub enum WalkError {
+    #[error("no such file or directory: {0}")]
+    Missing(PathBuf),
+    #[error("could not read the cargo workspace (`cargo metadata` failed): {0}")]
+    Metadata(String),
+}
+
+/// With no paths: every member of the cargo workspace of the current directory.
+pub fn workspace_targets() -> Result<Targets, WalkError> {
+    let metadata = cargo_metadata::MetadataCommand::new()
+        .no_deps()
+        .exec()
+        .map_err(|error| WalkError::Metadata(error.to_string()))?;
+    let root = metadata.workspace_root.clone().into_std_path_buf();
+    let mut dirs: Vec<PathBuf> = metadata
+        .workspace_packages()
+        .iter()
+        .filter_map(|package| {
+            package
+                .manifest_path
+                .parent()
+                .map(|dir| dir.to_path_buf().into_std_path_buf())
+        })
+        .collect();
+    dirs.sort();
+    // A member nested in another member's directory is walked with its parent.
+    dirs.dedup_by(|inner, outer| inner.starts_with(outer));
+    let mut targets = collect(&dirs)?;
+    let root_manifest = root.join("Cargo.toml");
+    if root_manifest.is_file() && !targets.manifests.contains(&root_manifest) {
+        targets.manifests.push(root_manifest);
+    }
+    targets.workspace_root = Some(root);
+    Ok(targets)
+}
+
+/// The given files and directories.
+pub fn path_targets(paths: &[PathBuf]) -> Result<Targets, WalkError> {
+    collect(paths)
+}
+
+fn collect(paths: &[PathBuf]) -> Result<Targets, WalkError> {
+    let mut targets = Targets::default();
+    let mut dirs = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            dirs.push(path.clone());
+        } else if path.is_file() {
+            classify(path.clone(), &mut targets);
+        } else {
+            return Err(WalkError::Missing(path.clone()));
+        }
+    }
+    if let Some((first, rest)) = dirs.split_first() {
+        let mut builder = ignore::WalkBuilder::new(first);
+        for dir in rest {
+            builder.add(dir);
+        }
+        // Honour .gitignore even outside a git repository (fixtures, unpacked crates).
+        builder.require_git(false);
+        builder.filter_entry(|entry| {
+            // Skip cargo target directories that no .gitignore mentions.
+            !(entry.file_type().is_some_and(|t| t.is_dir())
+                && entry.path().join("CACHEDIR.TAG").is_file())
+        });
+        let found = Mutex::new(Targets::default());
+        builder.build_parallel().run(|| {
+            Box::new(|entry| {
+                if let Ok(entry) = entry {
+                    if entry.file_type().is_some_and(|t| t.is_file()) {
+                        let mut found = found.lock().expect("walker threads do not panic");
+                        classify(entry.into_path(), &mut found);
+                    }
+                }
+                ignore::WalkState::Continue
+            })
+        });
+        let found = found.into_inner().expect("walker threads do not panic");
+        targets.rust_files.extend(found.rust_files);
+        targets.manifests.extend(found.manifests);
+    }
+    targets.rust_files.sort();
+    targets.rust_files.dedup();
+    targets.manifests.sort();
+    targets.manifests.dedup();
+    Ok(targets)
+}
+
+fn classify(path: PathBuf, targets: &mut Targets) {
+    if path.extension().is_some_and(|ext| ext == "rs") {
+        targets.rust_files.push(path);
+    } else if path.file_name().is_some_and(|name| name == "Cargo.toml") {
+        targets.manifests.push(path);
+    }
+}
+
+/// Finds, for each Rust file, the crate it belongs to (the nearest `Cargo.toml` above it with a
+/// `[package]`), reading each manifest once.
+#[derive(Debug, Default)]
+pub struct CrateIndex {
+    by_dir: HashMap<PathBuf, Option<Arc<CrateContext>>>,
+    /// Manifests that could not be parsed while looking for context (reported if linted).
+    pub package_dirs: BTreeSet<PathBuf>,
+}
+
+impl CrateIndex {
+    pub fn context_for(&mut self, file: &Path) -> Arc<CrateContext> {
+        let mut visited = Vec::new();
+        let mut found = None;
+        for dir in file.ancestors().skip(1) {
+            if let Some(cached) = self.by_dir.get(dir) {
+                found = cached.clone();
+                break;
+            }
+            visited.push(dir.to_path_buf());
+            let manifest_path = dir.join("Cargo.toml");
+            if manifest_path.is_file() {
+                if let Ok(manifest) = Manifest::read(&manifest_path, manifest_path.clone()) {
+                    if manifest.package_name.is_some() {
+                        self.package_dirs.insert(dir.to_path_buf());
+                        found = Some(Arc::new(CrateContext {
+                            sdk_names: manifest.sdk_code_names().map(str::to_owned).collect(),
+                            depends_on_sdk: manifest.depends_on_sdk(),
+                        }));
+                        break;
+                    }
+                }
+            }
+        }
+        for dir in visited {
+            self.by_dir.insert(dir, found.clone());
+        }
+        found.unwrap_or_default()
+    }
+}
