@@ -44,13 +44,13 @@ pub fn lint(targets: &Targets, config: &Config, use_prefilter: bool) -> Outcome 
     let rust_jobs: Vec<(PathBuf, Arc<rust::CrateContext>)> = targets
         .rust_files
         .iter()
-        .filter(|path| !config.is_excluded(path))
+        .filter(|path| !targets.is_excluded(path, config))
         .map(|path| (path.clone(), index.context_for(path)))
         .collect();
     let manifests: Vec<&PathBuf> = targets
         .manifests
         .iter()
-        .filter(|path| !config.is_excluded(path))
+        .filter(|path| !targets.is_excluded(path, config))
         .collect();
 
     let rust_results: Vec<FileResult> = rust_jobs

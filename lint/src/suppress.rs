@@ -120,6 +120,53 @@ fn meta(
     }
 }
 
+/// The plain comments of a file: (byte offset of the opener, text from the opener to the line
+/// end). Rust files go through rustc's own lexer, so `//` inside string literals and doc comments
+/// (which are documentation, not directives) never count; TOML lines are scanned with quote
+/// tracking.
+fn comments(file: &SourceFile, style: CommentStyle) -> Vec<(usize, &str)> {
+    let text = file.text.as_str();
+    let mut out = Vec::new();
+    match style {
+        CommentStyle::Slashes => {
+            use ra_ap_rustc_lexer::{tokenize, FrontmatterAllowed, TokenKind};
+            let mut offset = 0usize;
+            for token in tokenize(text, FrontmatterAllowed::No) {
+                let end = offset + token.len as usize;
+                if token.kind == (TokenKind::LineComment { doc_style: None }) {
+                    out.push((offset, &text[offset..end]));
+                }
+                offset = end;
+            }
+        }
+        CommentStyle::Hash => {
+            let mut line_start = 0;
+            for line in text.split('\n') {
+                let mut quote: Option<char> = None;
+                let mut escaped = false;
+                for (index, ch) in line.char_indices() {
+                    match (quote, ch) {
+                        (Some('"'), '\\') if !escaped => {
+                            escaped = true;
+                            continue;
+                        }
+                        (Some(open), _) if ch == open && !escaped => quote = None,
+                        (None, '"' | '\'') => quote = Some(ch),
+                        (None, '#') => {
+                            out.push((line_start + index, line[index..].trim_end_matches('\r')));
+                            break;
+                        }
+                        _ => {}
+                    }
+                    escaped = false;
+                }
+                line_start += line.len() + 1;
+            }
+        }
+    }
+    out
+}
+
 fn parse(file: &Arc<SourceFile>, style: CommentStyle) -> (Vec<Suppression>, Vec<Diagnostic>) {
     let opener = match style {
         CommentStyle::Slashes => "//",
@@ -127,31 +174,20 @@ fn parse(file: &Arc<SourceFile>, style: CommentStyle) -> (Vec<Suppression>, Vec<
     };
     let mut suppressions = Vec::new();
     let mut findings = Vec::new();
-    let mut line_start = 0;
     let lines: Vec<&str> = file.text.split('\n').collect();
-    for (index, line) in lines.iter().enumerate() {
-        let this_start = line_start;
-        line_start += line.len() + 1;
-        let Some(marker) = line.find(MARKER) else {
+    for (start, comment) in comments(file, style) {
+        let Some(rest) = comment[opener.len()..].trim_start().strip_prefix(MARKER) else {
             continue;
         };
-        let Some(comment) = line[..marker].rfind(opener) else {
-            continue;
-        };
-        if !line[comment + opener.len()..marker]
-            .trim_start_matches(['/', '!', '#'])
-            .trim()
-            .is_empty()
-        {
-            continue;
-        }
-        let span = ByteSpan::new(this_start + comment, this_start + line.trim_end().len());
-        let rest = line[marker + MARKER.len()..].trim();
-        let own_line = line[..comment].trim().is_empty();
+        let rest = rest.trim();
+        let span = ByteSpan::new(start, start + comment.trim_end().len());
+        let (line, _) = file.line_column(start);
+        let index = line - 1;
+        let own_line = file.text[file.offset(line, 0)..start].trim().is_empty();
         let target_line = if own_line {
             next_code_line(&lines, index, opener)
         } else {
-            index + 1
+            line
         };
         let Some(body) = rest.strip_prefix("allow(") else {
             findings.push(meta(

@@ -15,6 +15,21 @@ pub struct Targets {
     pub manifests: Vec<PathBuf>,
     /// The workspace root, when linting a cargo workspace (where configuration is looked up).
     pub workspace_root: Option<PathBuf>,
+    /// The paths named on the command line. Naming an excluded path lints it anyway.
+    pub explicit: Vec<PathBuf>,
+}
+
+impl Targets {
+    /// Whether `path` should be skipped: an exclude matches it, and the user did not name it, or
+    /// name a directory whose direct contents the excludes cover (`cargo mcp-lint tests/fixtures`
+    /// lints the fixtures even though the workspace excludes `tests/fixtures/**`).
+    pub fn is_excluded(&self, path: &Path, config: &crate::config::Config) -> bool {
+        config.is_excluded(path)
+            && !self.explicit.iter().any(|named| {
+                path.starts_with(named)
+                    && (config.is_excluded(named) || config.is_excluded(&named.join("entry")))
+            })
+    }
 }
 
 /// Why targets could not be found.
@@ -57,7 +72,9 @@ pub fn workspace_targets() -> Result<Targets, WalkError> {
 
 /// The given files and directories.
 pub fn path_targets(paths: &[PathBuf]) -> Result<Targets, WalkError> {
-    collect(paths)
+    let mut targets = collect(paths)?;
+    targets.explicit = paths.to_vec();
+    Ok(targets)
 }
 
 fn collect(paths: &[PathBuf]) -> Result<Targets, WalkError> {

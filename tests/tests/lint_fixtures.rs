@@ -87,11 +87,19 @@ fn every_fixture_reports_exactly_its_annotations() {
             if want != got {
                 let line_text = std::fs::read_to_string(&key.0)
                     .ok()
-                    .and_then(|text| text.lines().nth(key.1 - 1).map(str::trim).map(str::to_owned))
+                    .and_then(|text| {
+                        text.lines()
+                            .nth(key.1 - 1)
+                            .map(str::trim)
+                            .map(str::to_owned)
+                    })
                     .unwrap_or_default();
                 failures.push(format!(
                     "{}:{}: expected {want:?}, got {got:?}\n    {line_text}",
-                    key.0.strip_prefix(fixture_root()).unwrap_or(&key.0).display(),
+                    key.0
+                        .strip_prefix(fixture_root())
+                        .unwrap_or(&key.0)
+                        .display(),
                     key.1
                 ));
             }
@@ -112,18 +120,18 @@ fn every_protocol_rule_has_a_fixture_directory_with_positive_cases() {
         .map(|dir| dir.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
     for rule in RULES.iter().filter(|rule| rule.family != Family::Linter) {
-        assert!(names.contains(&rule.name.to_owned()), "no fixture for {}", rule.name);
+        assert!(
+            names.contains(&rule.name.to_owned()),
+            "no fixture for {}",
+            rule.name
+        );
         let expected = expected(&fixture_root().join(rule.name));
         assert!(
             expected.values().flatten().any(|name| name == rule.name),
             "the fixture of {} has no annotated case of it",
             rule.name
         );
-        assert!(
-            !rule.docs.is_empty(),
-            "{} has no documentation",
-            rule.name
-        );
+        assert!(!rule.docs.is_empty(), "{} has no documentation", rule.name);
     }
 }
 
@@ -133,7 +141,9 @@ fn negative_files_carry_no_annotation() {
         for (path, _) in expected(&dir).keys() {
             let name = path.file_name().unwrap().to_string_lossy();
             assert!(
-                !name.starts_with("negative") && !path.starts_with(fixture_root().join("lookalikes-no-mcp")) && !path.starts_with(fixture_root().join("modern-rmcp3")),
+                !name.starts_with("negative")
+                    && !path.starts_with(fixture_root().join("lookalikes-no-mcp"))
+                    && !path.starts_with(fixture_root().join("modern-rmcp3")),
                 "{} must stay silent but carries an annotation",
                 path.display()
             );

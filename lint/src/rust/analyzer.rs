@@ -364,6 +364,22 @@ impl<'a> Analyzer<'a> {
         }
     }
 
+    /// String-literal arguments of a call that sends something: `bridge.request("roots/list", ..)`.
+    fn check_literal_arguments(
+        &mut self,
+        args: &syn::punctuated::Punctuated<syn::Expr, syn::Token![,]>,
+    ) {
+        for arg in args {
+            if let syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(lit),
+                ..
+            }) = arg
+            {
+                self.check_method_literal(lit, false);
+            }
+        }
+    }
+
     fn check_method_literal(&mut self, lit: &syn::LitStr, in_jsonrpc_envelope: bool) {
         for finding in symbols::method_literal(&lit.value(), in_jsonrpc_envelope) {
             self.report(&finding, lit.span());
@@ -681,14 +697,8 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
                 }
             }
         }
-        for arg in &call.args {
-            if let syn::Expr::Lit(syn::ExprLit {
-                lit: syn::Lit::Str(lit),
-                ..
-            }) = arg
-            {
-                self.check_method_literal(lit, false);
-            }
+        if is_sending_name(&method) {
+            self.check_literal_arguments(&call.args);
         }
         // Nested findings of the same rule are not repeated inside the arguments; the receiver
         // is a separate call (`builder().enable_roots().enable_roots_list_changed()`).
@@ -735,13 +745,14 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
                 }
             }
         }
-        for arg in &call.args {
-            if let syn::Expr::Lit(syn::ExprLit {
-                lit: syn::Lit::Str(lit),
-                ..
-            }) = arg
+        // `Request::new("roots/list")`: the type's name says it is a message. Free functions
+        // (`server_request("create_message", "sampling/createMessage")`) are too often labels.
+        if let syn::Expr::Path(func) = &*call.func {
+            let segments = &func.path.segments;
+            if segments.len() >= 2
+                && is_sending_name(&segments[segments.len() - 2].ident.to_string())
             {
-                self.check_method_literal(lit, false);
+                self.check_literal_arguments(&call.args);
             }
         }
         visit::visit_expr_call(self, call);
@@ -956,6 +967,32 @@ impl<'ast> Visit<'ast> for StateFinder<'_, '_> {
     fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {
         // `map_err(|e| e.to_string())` says nothing about the state itself.
     }
+}
+
+/// Whether a function, method or type name says it sends a JSON-RPC message
+/// (`send_raw`, `request`, `notify`, `Notification::new`, `call_method`, ...). Method-name literals
+/// are only checked as arguments of such calls, not of `peer_error("roots/list")`-style labels.
+fn is_sending_name(name: &str) -> bool {
+    words::words(name).iter().any(|word| {
+        matches!(
+            word.as_str(),
+            "send"
+                | "request"
+                | "req"
+                | "notify"
+                | "notification"
+                | "call"
+                | "emit"
+                | "dispatch"
+                | "post"
+                | "invoke"
+                | "rpc"
+                | "raw"
+                | "method"
+                | "message"
+                | "forward"
+        )
+    })
 }
 
 /// `seal`, `seal_json`, `sign_state`, `hmac_sha256`, `encrypt`, `mint`, `mac`, ...

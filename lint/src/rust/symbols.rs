@@ -146,10 +146,7 @@ pub fn method(name: &str) -> Option<MethodEntry> {
         "elicit_url" | "elicit_url_with_timeout" => MethodEntry {
             url_argument: Some(1),
             ..entry(Any, || {
-                vec![server_request(
-                    "elicit_url",
-                    "elicitation/create` (URL mode)",
-                )]
+                vec![server_request("elicit_url", "elicitation/create")]
             })
         },
         "set_level" => entry(Peer, || {
