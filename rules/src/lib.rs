@@ -359,3 +359,20 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod readme {
+    /// The README's rule table is generated from the catalogue; regenerate it with
+    /// `cargo run -p mcp-migrate-rules --example print_rule_table`.
+    #[test]
+    fn readme_rule_table_is_current() {
+        let readme = include_str!("../../README.md");
+        let start = readme.find("<!-- rules:start -->\n").expect("start marker") + 21;
+        let end = readme.find("<!-- rules:end -->").expect("end marker");
+        assert_eq!(
+            &readme[start..end],
+            super::markdown_table(),
+            "README rule table is stale"
+        );
+    }
+}
