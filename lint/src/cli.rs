@@ -18,6 +18,9 @@ pub const EXIT_FINDINGS: u8 = 1;
 /// Exit code: usage, configuration or internal error.
 pub const EXIT_ERROR: u8 = 2;
 
+/// Stack of each linting thread (see `rust::MAX_NESTING`).
+const WORKER_STACK_BYTES: usize = 32 * 1024 * 1024;
+
 /// Finds code that relies on what MCP 2026-07-28 deprecated or removed.
 ///
 /// With no PATH, lints every member of the cargo workspace of the current directory. A PATH may be
@@ -175,12 +178,13 @@ pub fn run(args: Args, ordered: Vec<(usize, Level, String)>) -> u8 {
             }
         }
     }
+    // syn and the walk recurse once per nesting level (bounded by `rust::MAX_NESTING`): give the
+    // workers room for that. Building the global pool only fails if it exists already.
+    let mut pool = rayon::ThreadPoolBuilder::new().stack_size(WORKER_STACK_BYTES);
     if let Some(threads) = args.threads {
-        // Only fails if the global pool was already built, which cannot happen here.
-        let _ = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads.max(1))
-            .build_global();
+        pool = pool.num_threads(threads.max(1));
     }
+    let _ = pool.build_global();
 
     let targets = if args.paths.is_empty() {
         walk::workspace_targets()
