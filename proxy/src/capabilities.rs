@@ -1,0 +1,196 @@
+//! Client capabilities: the per-request profile a 2026-07-28 client declares, the legacy
+//! `initialize` capabilities that stand for it, and whether an input request fits it.
+
+use serde_json::{json, Value};
+
+/// The part of `clientCapabilities` a legacy server can observe. Lanes are keyed by it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CapabilityProfile {
+    pub elicitation_form: bool,
+    pub elicitation_url: bool,
+    pub sampling: bool,
+    pub sampling_context: bool,
+    pub sampling_tools: bool,
+    pub roots: bool,
+}
+
+impl CapabilityProfile {
+    /// Reads `_meta["io.modelcontextprotocol/clientCapabilities"]`. An empty `elicitation: {}`
+    /// means form mode only.
+    pub fn from_client_capabilities(capabilities: &Value) -> Self {
+        let elicitation = capabilities.get("elicitation").filter(|v| v.is_object());
+        let (form, url) = match elicitation {
+            None => (false, false),
+            Some(e) => {
+                let form = e.get("form").is_some();
+                let url = e.get("url").is_some();
+                if !form && !url {
+                    (true, false)
+                } else {
+                    (form, url)
+                }
+            }
+        };
+        let sampling = capabilities.get("sampling").filter(|v| v.is_object());
+        CapabilityProfile {
+            elicitation_form: form,
+            elicitation_url: url,
+            sampling: sampling.is_some(),
+            sampling_context: sampling.is_some_and(|s| s.get("context").is_some()),
+            sampling_tools: sampling.is_some_and(|s| s.get("tools").is_some()),
+            roots: capabilities.get("roots").is_some_and(Value::is_object),
+        }
+    }
+
+    /// A short stable name for logs and metrics, e.g. `form+url+sampling+roots`.
+    pub fn label(&self) -> String {
+        let mut parts = Vec::new();
+        for (on, name) in [
+            (self.elicitation_form, "form"),
+            (self.elicitation_url, "url"),
+            (self.sampling, "sampling"),
+            (self.sampling_context, "context"),
+            (self.sampling_tools, "tools"),
+            (self.roots, "roots"),
+        ] {
+            if on {
+                parts.push(name);
+            }
+        }
+        if parts.is_empty() {
+            "none".into()
+        } else {
+            parts.join("+")
+        }
+    }
+
+    /// The `capabilities` to declare in a legacy `initialize` of `version`. Never `tasks`;
+    /// roots without `listChanged` (2026-07-28 has no roots notification to carry it).
+    pub fn legacy_capabilities(&self, version: &str) -> Value {
+        let mut capabilities = json!({});
+        if self.elicitation_form || self.elicitation_url {
+            capabilities["elicitation"] = if version >= "2025-11-25" {
+                let mut modes = json!({});
+                if self.elicitation_form {
+                    modes["form"] = json!({});
+                }
+                if self.elicitation_url {
+                    modes["url"] = json!({});
+                }
+                modes
+            } else {
+                json!({})
+            };
+        }
+        if self.sampling {
+            let mut sampling = json!({});
+            if version >= "2025-11-25" {
+                if self.sampling_context {
+                    sampling["context"] = json!({});
+                }
+                if self.sampling_tools {
+                    sampling["tools"] = json!({});
+                }
+            }
+            capabilities["sampling"] = sampling;
+        }
+        if self.roots {
+            capabilities["roots"] = json!({"listChanged": false});
+        }
+        capabilities
+    }
+
+    /// Whether an input request (legacy `method` + `params`) may be shown to a client with this
+    /// profile. On refusal, the `requiredCapabilities` to report with `-32021`.
+    pub fn admits(&self, method: &str, params: &Value) -> Result<(), Value> {
+        match method {
+            "elicitation/create" => {
+                let url_mode = params.get("mode").and_then(Value::as_str) == Some("url");
+                if url_mode && !self.elicitation_url {
+                    Err(json!({"elicitation": {"url": {}}}))
+                } else if !url_mode && !self.elicitation_form {
+                    Err(json!({"elicitation": {"form": {}}}))
+                } else {
+                    Ok(())
+                }
+            }
+            "sampling/createMessage" => {
+                let uses_tools =
+                    params.get("tools").is_some() || params.get("toolChoice").is_some();
+                if !self.sampling {
+                    Err(json!({"sampling": {}}))
+                } else if uses_tools && !self.sampling_tools {
+                    Err(json!({"sampling": {"tools": {}}}))
+                } else {
+                    Ok(())
+                }
+            }
+            "roots/list" => {
+                if self.roots {
+                    Ok(())
+                } else {
+                    Err(json!({"roots": {}}))
+                }
+            }
+            _ => Err(json!({})),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profiles_read_modes_and_sub_capabilities() {
+        let all = CapabilityProfile::from_client_capabilities(
+            &json!({"elicitation": {"form": {}, "url": {}}, "sampling": {"tools": {}}, "roots": {}}),
+        );
+        assert_eq!(all.label(), "form+url+sampling+tools+roots");
+        let bare = CapabilityProfile::from_client_capabilities(&json!({"elicitation": {}}));
+        assert_eq!(bare.label(), "form");
+        assert_eq!(
+            CapabilityProfile::from_client_capabilities(&json!({})).label(),
+            "none"
+        );
+    }
+
+    #[test]
+    fn admission_follows_kind_mode_and_tools() {
+        let form_only = CapabilityProfile::from_client_capabilities(&json!({"elicitation": {}}));
+        assert!(form_only
+            .admits("elicitation/create", &json!({"message": "m"}))
+            .is_ok());
+        assert_eq!(
+            form_only.admits("elicitation/create", &json!({"mode": "url"})),
+            Err(json!({"elicitation": {"url": {}}}))
+        );
+        assert_eq!(
+            form_only.admits("roots/list", &json!({})),
+            Err(json!({"roots": {}}))
+        );
+        let sampling = CapabilityProfile::from_client_capabilities(&json!({"sampling": {}}));
+        assert!(sampling
+            .admits("sampling/createMessage", &json!({"messages": []}))
+            .is_ok());
+        assert_eq!(
+            sampling.admits("sampling/createMessage", &json!({"tools": []})),
+            Err(json!({"sampling": {"tools": {}}}))
+        );
+    }
+
+    #[test]
+    fn legacy_capabilities_follow_the_negotiated_revision() {
+        let profile = CapabilityProfile::from_client_capabilities(
+            &json!({"elicitation": {"url": {}}, "sampling": {"context": {}}, "roots": {}}),
+        );
+        assert_eq!(
+            profile.legacy_capabilities("2025-11-25"),
+            json!({"elicitation": {"url": {}}, "sampling": {"context": {}}, "roots": {"listChanged": false}})
+        );
+        assert_eq!(
+            profile.legacy_capabilities("2025-06-18"),
+            json!({"elicitation": {}, "sampling": {}, "roots": {"listChanged": false}})
+        );
+    }
+}

@@ -1,0 +1,118 @@
+//! The 2026-07-28 side: Streamable HTTP (`http.rs`) or stdio (`stdio.rs`), request validation
+//! (`validate.rs`), and the hand-off to the engine.
+//!
+//! A validated request becomes a [`FrontRequest`]; the engine writes what the client must see to
+//! its [`ResponseSink`]: zero or more request-scoped notifications, then exactly one final
+//! response. On HTTP the first item decides the response mode: a final response alone is sent as
+//! `application/json` (with its HTTP status), a notification first opens an SSE stream — after
+//! which no HTTP status can change any more ([`ResponseSink::started`]).
+
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::jsonrpc::{ErrorObject, Message};
+
+pub mod http;
+pub mod stdio;
+pub mod validate;
+
+/// Who is calling: derived from the `Authorization` header (HTTP) so that a `requestState` minted
+/// for one caller is refused for another. It is a digest, never the credential itself.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Principal(pub [u8; 32]);
+
+impl Principal {
+    /// The principal of requests without credentials (and of the stdio front).
+    pub fn anonymous() -> Self {
+        Principal::from_credential(b"")
+    }
+
+    /// SHA-256 over a domain-separation prefix and the raw `Authorization` header value.
+    pub fn from_credential(credential: &[u8]) -> Self {
+        use sha2::Digest;
+        let mut hasher = sha2::Sha256::new();
+        hasher.update(b"mcp-mrtr-proxy principal v1\0");
+        hasher.update(credential);
+        Principal(hasher.finalize().into())
+    }
+
+    /// A short, non-reversible label for logs.
+    pub fn label(&self) -> String {
+        self.0[..4].iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// A client request that passed validation.
+#[derive(Debug, Clone)]
+pub struct FrontRequest {
+    pub id: Value,
+    pub method: String,
+    /// The request's `params` object, `_meta` included.
+    pub params: Value,
+    /// `_meta["io.modelcontextprotocol/clientCapabilities"]`.
+    pub client_capabilities: Value,
+    /// `_meta["io.modelcontextprotocol/clientInfo"]`, when sent.
+    pub client_info: Option<Value>,
+    /// `_meta["io.modelcontextprotocol/logLevel"]`, when sent.
+    pub log_level: Option<String>,
+    /// `_meta.progressToken`, when sent.
+    pub progress_token: Option<Value>,
+    pub principal: Principal,
+}
+
+/// What the engine sends back for one request.
+#[derive(Debug)]
+pub enum Outgoing {
+    /// A request-scoped notification (`notifications/progress`, `notifications/message`).
+    Notification(Message),
+    /// The final response. `http_status` applies only if nothing was sent before it.
+    Final { message: Message, http_status: u16 },
+}
+
+/// The engine's handle on one request's response channel.
+#[derive(Debug)]
+pub struct ResponseSink {
+    tx: mpsc::Sender<Outgoing>,
+    started: bool,
+}
+
+impl ResponseSink {
+    pub fn new(tx: mpsc::Sender<Outgoing>) -> Self {
+        ResponseSink { tx, started: false }
+    }
+
+    /// Whether a notification went out already (on HTTP: the SSE stream has started).
+    pub fn started(&self) -> bool {
+        self.started
+    }
+
+    /// Sends a notification; `false` when the client is gone.
+    pub async fn notify(&mut self, message: Message) -> bool {
+        self.started = true;
+        self.tx.send(Outgoing::Notification(message)).await.is_ok()
+    }
+
+    /// Sends the final response (consumes the sink).
+    pub async fn finish(self, id: Value, outcome: Result<Value, ErrorObject>) {
+        let http_status = match &outcome {
+            Err(error) => validate::http_status(error.code),
+            Ok(_) => 200,
+        };
+        let _ = self
+            .tx
+            .send(Outgoing::Final {
+                message: Message::response(id, outcome),
+                http_status,
+            })
+            .await;
+    }
+
+    /// Resolves when the client stopped listening (disconnect, or `notifications/cancelled`).
+    pub async fn closed(&self) {
+        self.tx.closed().await;
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.tx.is_closed()
+    }
+}
