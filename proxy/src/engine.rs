@@ -1,1 +1,948 @@
 //! The translator: 2026-07-28 requests in, legacy sessions out, pauses in between.
+//!
+//! - `server/discover` is answered from the legacy `InitializeResult` (T3).
+//! - Pass-through requests go to a shared lane of the request's capability profile with a fresh
+//!   legacy id; results get `resultType` and, where required, `ttlMs`/`cacheScope` (T5, T19).
+//! - Correlatable requests (`tools/call`, `resources/read`, `prompts/get`) lease a lane for as long
+//!   as the legacy call lives. The lane's events are pumped: progress and logs go to the current
+//!   front request; the legacy server's requests to the client are batched for a short window and
+//!   become one `input_required` round whose `requestState` is a sealed handle to the paused call
+//!   (T6). The retry opens the state, claims the pause in sled (single use), delivers each
+//!   `inputResponses` entry as the legacy response, and pumps again for the next round or the result.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use futures_util::future::BoxFuture;
+use mcp_migrate_rules::RuleId;
+use serde_json::{json, Map, Value};
+use tracing::{debug, info, warn, Instrument};
+
+use crate::backend::{BackendError, BackendEvent, LanePool, Lease, PendingCall};
+use crate::capabilities::CapabilityProfile;
+use crate::front::{FrontRequest, Handler, ResponseSink};
+use crate::jsonrpc::{codes, ErrorObject, Message};
+use crate::state::{params_digest, Claims, PauseId, Sealer};
+use crate::store::{ClaimError, PauseRecord, PauseStatus, PauseStore};
+
+/// The only protocol version the front speaks.
+pub const FRONT_VERSION: &str = "2026-07-28";
+
+/// Methods whose results may be `input_required`.
+const CORRELATABLE: &[&str] = &["tools/call", "resources/read", "prompts/get"];
+/// Methods forwarded as they are.
+const PASS_THROUGH: &[&str] = &[
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "completion/complete",
+];
+/// Results that must carry `ttlMs` and `cacheScope` (SEP-2549).
+const CACHEABLE: &[&str] = &[
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+];
+/// Legacy requests that become MRTR input requests.
+const INPUT_METHODS: &[&str] = &["elicitation/create", "sampling/createMessage", "roots/list"];
+/// `_meta` key a legacy server may set on its request to choose the `inputRequests` key.
+pub const INPUT_KEY_HINT: &str = "io.github.mcp-migrate/inputKey";
+
+/// Engine settings (see the README for defaults).
+#[derive(Debug, Clone)]
+pub struct EngineSettings {
+    /// How long a paused call waits for the client's retry.
+    pub pause_ttl: Duration,
+    /// How long to wait for more legacy requests after the first one, to batch them in one round.
+    pub batch_window: Duration,
+    /// How long a pass-through request may take on the legacy side.
+    pub request_timeout: Duration,
+}
+
+/// One legacy request to the client, waiting for the client's answer.
+#[derive(Debug, Clone)]
+struct PendingInput {
+    legacy_id: Value,
+    method: String,
+    /// The legacy params (what the legacy server sent; `elicitationId` kept here).
+    legacy_params: Value,
+    /// The `InputRequest` shown to the client.
+    input_request: Value,
+}
+
+/// A legacy call that is running or paused, owned by exactly one front request at a time.
+struct LiveCall {
+    lease: Lease,
+    call: PendingCall,
+    method: String,
+    params_digest: [u8; 32],
+    principal: crate::front::Principal,
+    profile: CapabilityProfile,
+    client: String,
+    round: u32,
+    /// Keys handed out so far, for numbering (`elicitation_1`, `elicitation_2`, ...).
+    issued: HashMap<&'static str, u32>,
+    pending: BTreeMap<String, PendingInput>,
+    /// The highest progress value sent per front progress token.
+    last_progress: Option<f64>,
+}
+
+impl std::fmt::Debug for LiveCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveCall")
+            .field("method", &self.method)
+            .field("round", &self.round)
+            .field("pending", &self.pending.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where pumping a legacy call stopped.
+enum Step {
+    /// The legacy call answered: this is the front response.
+    Finished(Result<Value, ErrorObject>),
+    /// The legacy call waits for input: park it and answer `input_required`.
+    Pause,
+    /// The front request ends without the legacy call: answer with the error, if the client is
+    /// still there, and cancel the legacy call.
+    Fail(Option<ErrorObject>),
+}
+
+/// The proxy's core; shared by every front connection.
+pub struct Engine {
+    /// The engine's own `Arc`, for the `Handler` entry point (which receives `&self`).
+    me: std::sync::Weak<Engine>,
+    pool: Arc<LanePool>,
+    sealer: Sealer,
+    store: PauseStore,
+    settings: EngineSettings,
+    live: Mutex<HashMap<PauseId, LiveCall>>,
+    warned: Mutex<HashSet<(String, RuleId)>>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+fn invalid_params(message: impl Into<String>) -> ErrorObject {
+    ErrorObject::new(codes::INVALID_PARAMS, message)
+}
+
+fn internal(message: impl Into<String>) -> ErrorObject {
+    ErrorObject::new(codes::INTERNAL_ERROR, message)
+}
+
+impl Engine {
+    pub fn new(
+        pool: Arc<LanePool>,
+        sealer: Sealer,
+        store: PauseStore,
+        settings: EngineSettings,
+    ) -> Arc<Self> {
+        Arc::new_cyclic(|me| Engine {
+            me: me.clone(),
+            pool,
+            sealer,
+            store,
+            settings,
+            live: Mutex::new(HashMap::new()),
+            warned: Mutex::new(HashSet::new()),
+        })
+    }
+
+    /// The number of calls paused in memory (for tests and metrics).
+    pub fn paused_calls(&self) -> usize {
+        self.live.lock().expect("live map lock").len()
+    }
+
+    /// Logs a deprecation warning once per (client, rule), under the linter's rule names.
+    fn warn_deprecated(&self, client: &str, rule: RuleId, what: &str) {
+        let first = self
+            .warned
+            .lock()
+            .expect("warned set lock")
+            .insert((client.to_owned(), rule));
+        if first {
+            let rule = rule.rule();
+            warn!(
+                rule = rule.name,
+                code = rule.code,
+                client,
+                "{what}: {} (see `cargo mcp-lint --explain {}`)",
+                rule.summary,
+                rule.name
+            );
+        }
+    }
+
+    fn client_label(request: &FrontRequest) -> String {
+        let name = request
+            .client_info
+            .as_ref()
+            .and_then(|info| info.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or("unnamed-client");
+        format!("{name}@{}", request.principal.label())
+    }
+
+    fn note_client_deprecations(&self, request: &FrontRequest, profile: &CapabilityProfile) {
+        let client = Engine::client_label(request);
+        if profile.sampling {
+            self.warn_deprecated(
+                &client,
+                RuleId::DeprecatedSampling,
+                "client declares the sampling capability",
+            );
+        }
+        if profile.roots {
+            self.warn_deprecated(
+                &client,
+                RuleId::DeprecatedRoots,
+                "client declares the roots capability",
+            );
+        }
+        if profile.sampling_context {
+            self.warn_deprecated(
+                &client,
+                RuleId::DeprecatedIncludeContext,
+                "client declares sampling.context",
+            );
+        }
+    }
+
+    /// Serves one validated front request to completion.
+    pub async fn serve(self: Arc<Self>, request: FrontRequest, sink: ResponseSink) {
+        let profile = CapabilityProfile::from_client_capabilities(&request.client_capabilities);
+        self.note_client_deprecations(&request, &profile);
+        let method = request.method.clone();
+        if method == "server/discover" {
+            let outcome = self.discover().await;
+            sink.finish(request.id, outcome).await;
+        } else if PASS_THROUGH.contains(&method.as_str()) {
+            self.pass_through(request, profile, sink).await;
+        } else if CORRELATABLE.contains(&method.as_str()) {
+            self.correlatable(request, profile, sink).await;
+        } else {
+            let error = ErrorObject::new(
+                codes::METHOD_NOT_FOUND,
+                format!("`{method}` is not supported by mcp-mrtr-proxy"),
+            );
+            sink.finish(request.id, Err(error)).await;
+        }
+    }
+
+    async fn discover(&self) -> Result<Value, ErrorObject> {
+        let initialized = self
+            .pool
+            .initialized()
+            .await
+            .map_err(|error| internal(error.to_string()))?;
+        let legacy = &initialized.result;
+        let mut capabilities = legacy.get("capabilities").cloned().unwrap_or(json!({}));
+        if let Some(map) = capabilities.as_object_mut() {
+            map.remove("tasks");
+            if map.contains_key("logging") {
+                self.warn_deprecated(
+                    "legacy-server",
+                    RuleId::DeprecatedLogging,
+                    "the legacy server declares the logging capability",
+                );
+            }
+        }
+        let mut result = json!({
+            "resultType": "complete",
+            "supportedVersions": [FRONT_VERSION],
+            "capabilities": capabilities,
+            "ttlMs": 0,
+            "cacheScope": "private",
+        });
+        if let Some(instructions) = legacy.get("instructions") {
+            result["instructions"] = instructions.clone();
+        }
+        if let Some(info) = legacy.get("serverInfo") {
+            result["_meta"] = json!({ "io.modelcontextprotocol/serverInfo": info });
+        }
+        Ok(result)
+    }
+
+    /// The params to forward: the front params without MRTR fields and without the 2026-only
+    /// `io.modelcontextprotocol/*` `_meta` keys; `progressToken` replaced by a proxy-minted one.
+    fn legacy_params(params: &Value, progress_token: Option<&str>) -> Value {
+        let mut params = params.clone();
+        if let Some(map) = params.as_object_mut() {
+            map.remove("inputResponses");
+            map.remove("requestState");
+            let mut meta = map
+                .remove("_meta")
+                .and_then(|meta| match meta {
+                    Value::Object(meta) => Some(meta),
+                    _ => None,
+                })
+                .unwrap_or_default();
+            meta.retain(|key, _| !key.starts_with("io.modelcontextprotocol/"));
+            meta.remove("progressToken");
+            if let Some(token) = progress_token {
+                meta.insert("progressToken".into(), token.into());
+            }
+            if !meta.is_empty() {
+                map.insert("_meta".into(), Value::Object(meta));
+            }
+        }
+        params
+    }
+
+    async fn pass_through(
+        self: Arc<Self>,
+        request: FrontRequest,
+        profile: CapabilityProfile,
+        sink: ResponseSink,
+    ) {
+        let method = request.method.clone();
+        let outcome = async {
+            let lane = self
+                .pool
+                .shared(&profile)
+                .await
+                .map_err(|error| internal(error.to_string()))?;
+            let call = lane
+                .request(&method, Engine::legacy_params(&request.params, None))
+                .await
+                .map_err(|error| internal(error.to_string()))?;
+            let legacy_id = call.legacy_id.clone();
+            tokio::select! {
+                response = call.response => flatten(response),
+                () = tokio::time::sleep(self.settings.request_timeout) => {
+                    let _ = lane.notify("notifications/cancelled", json!({"requestId": legacy_id, "reason": "timeout"})).await;
+                    Err(internal(BackendError::Timeout(self.settings.request_timeout).to_string()))
+                }
+                () = sink.closed() => {
+                    let _ = lane.notify("notifications/cancelled", json!({"requestId": legacy_id, "reason": "the client disconnected"})).await;
+                    Err(internal("cancelled"))
+                }
+            }
+        }
+        .await;
+        let outcome = outcome
+            .map(|result| decorate_result(&method, result))
+            .map_err(translate_error);
+        sink.finish(request.id, outcome).await;
+    }
+
+    async fn correlatable(
+        self: Arc<Self>,
+        request: FrontRequest,
+        profile: CapabilityProfile,
+        sink: ResponseSink,
+    ) {
+        let state = request.params.get("requestState").cloned();
+        match state {
+            None => self.start(request, profile, sink).await,
+            Some(Value::String(state)) => self.resume(request, profile, &state, sink).await,
+            Some(_) => {
+                sink.finish(
+                    request.id,
+                    Err(invalid_params("`requestState` must be a string")),
+                )
+                .await;
+            }
+        }
+    }
+
+    async fn start(
+        self: Arc<Self>,
+        request: FrontRequest,
+        profile: CapabilityProfile,
+        sink: ResponseSink,
+    ) {
+        let lease = tokio::select! {
+            lease = self.pool.lease(&profile) => lease,
+            () = sink.closed() => return,
+        };
+        let lease = match lease {
+            Ok(lease) => lease,
+            Err(error) => {
+                sink.finish(request.id, Err(internal(error.to_string())))
+                    .await;
+                return;
+            }
+        };
+        let token = format!("mrtr-{}", PauseId::random());
+        let call = match lease
+            .lane
+            .request(
+                &request.method,
+                Engine::legacy_params(&request.params, Some(&token)),
+            )
+            .await
+        {
+            Ok(call) => call,
+            Err(error) => {
+                sink.finish(request.id, Err(internal(error.to_string())))
+                    .await;
+                return;
+            }
+        };
+        let live = LiveCall {
+            lease,
+            call,
+            method: request.method.clone(),
+            params_digest: params_digest(&request.params),
+            principal: request.principal.clone(),
+            profile,
+            client: Engine::client_label(&request),
+            round: 0,
+            issued: HashMap::new(),
+            pending: BTreeMap::new(),
+            last_progress: None,
+        };
+        self.pump(live, &request, sink).await;
+    }
+
+    async fn resume(
+        self: Arc<Self>,
+        request: FrontRequest,
+        profile: CapabilityProfile,
+        state: &str,
+        sink: ResponseSink,
+    ) {
+        let digest = params_digest(&request.params);
+        let claims = match self.sealer.open_for(
+            state,
+            now_ms(),
+            &request.principal,
+            &request.method,
+            &digest,
+        ) {
+            Ok(claims) => claims,
+            Err(error) => {
+                info!(reason = error.reason(), method = %request.method, "rejected requestState");
+                sink.finish(
+                    request.id,
+                    Err(invalid_params(format!("invalid requestState: {error}"))),
+                )
+                .await;
+                return;
+            }
+        };
+        if let Err(error) = self.store.claim(&claims.pause_id, now_ms()) {
+            let (code, message) = match &error {
+                ClaimError::Lost => (
+                    codes::INTERNAL_ERROR,
+                    format!("the paused call was lost: {error}"),
+                ),
+                ClaimError::Store(_) => (codes::INTERNAL_ERROR, error.to_string()),
+                _ => (
+                    codes::INVALID_PARAMS,
+                    format!("invalid requestState: {error}"),
+                ),
+            };
+            info!(pause = %claims.pause_id, %error, "refused retry");
+            sink.finish(request.id, Err(ErrorObject::new(code, message)))
+                .await;
+            return;
+        }
+        let live = self
+            .live
+            .lock()
+            .expect("live map lock")
+            .remove(&claims.pause_id);
+        let Some(mut live) = live else {
+            let _ = self.store.set_status(&claims.pause_id, PauseStatus::Lost);
+            sink.finish(
+                request.id,
+                Err(internal(
+                    "the paused call was lost: its legacy session is gone (the backend exited or the proxy restarted)",
+                )),
+            )
+            .await;
+            return;
+        };
+        let _ = self
+            .store
+            .set_status(&claims.pause_id, PauseStatus::Finished);
+        live.profile = profile;
+        let responses = request
+            .params
+            .get("inputResponses")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        if let Err(error) = self.deliver(&mut live, &responses).await {
+            sink.finish(
+                request.id,
+                Err(internal(format!(
+                    "the paused call was lost: the legacy server is gone ({error})"
+                ))),
+            )
+            .await;
+            return;
+        }
+        self.pump(live, &request, sink).await;
+    }
+
+    /// Sends each answered input request to the legacy server; unanswered (or malformed) ones stay
+    /// pending and are asked again. Unknown keys are ignored.
+    async fn deliver(
+        &self,
+        live: &mut LiveCall,
+        responses: &Map<String, Value>,
+    ) -> Result<(), BackendError> {
+        let keys: Vec<String> = live.pending.keys().cloned().collect();
+        for key in keys {
+            let Some(answer) = responses.get(&key) else {
+                continue;
+            };
+            let pending = &live.pending[&key];
+            let Some(result) = legacy_response(&pending.method, &pending.legacy_params, answer)
+            else {
+                debug!(key, "malformed input response: asking again");
+                continue;
+            };
+            let pending = live.pending.remove(&key).expect("key listed above");
+            live.lease.lane.respond(pending.legacy_id, Ok(result)).await?;
+        }
+        Ok(())
+    }
+
+    /// Runs the legacy call until it answers (then answers the front request), or until it needs
+    /// input (then parks it and answers `input_required`), or until the client leaves.
+    async fn pump(&self, mut live: LiveCall, request: &FrontRequest, mut sink: ResponseSink) {
+        let span = tracing::info_span!("call", method = %live.method, client = %live.client);
+        let step = self.run(&mut live, request, &mut sink).instrument(span).await;
+        let id = request.id.clone();
+        match step {
+            Step::Finished(outcome) => sink.finish(id, outcome).await,
+            Step::Pause => match self.park(live) {
+                Ok(result) => sink.finish(id, Ok(result)).await,
+                Err((mut live, error)) => {
+                    self.abandon(&mut live, "the proxy could not pause the call").await;
+                    sink.finish(id, Err(error)).await;
+                }
+            },
+            Step::Fail(error) => {
+                self.abandon(&mut live, "the client request ended").await;
+                if let Some(error) = error {
+                    sink.finish(id, Err(error)).await;
+                }
+            }
+        }
+    }
+
+    async fn run(&self, live: &mut LiveCall, request: &FrontRequest, sink: &mut ResponseSink) -> Step {
+        let mut window: Option<tokio::time::Instant> = if live.pending.is_empty() {
+            None
+        } else {
+            Some(tokio::time::Instant::now() + self.settings.batch_window)
+        };
+        loop {
+            tokio::select! {
+                biased;
+                () = sink.closed() => return Step::Fail(None),
+                response = &mut live.call.response => {
+                    // Unanswered requests of a finished call are moot.
+                    live.pending.clear();
+                    return Step::Finished(
+                        flatten(response)
+                            .map(|result| decorate_result(&live.method, result))
+                            .map_err(translate_error),
+                    );
+                }
+                event = live.lease.events.recv() => {
+                    let Some(event) = event else {
+                        return Step::Fail(Some(internal("the legacy session ended mid-call")));
+                    };
+                    if let Some(error) = self.on_event(live, request, sink, event).await {
+                        return Step::Fail(Some(error));
+                    }
+                    if window.is_none() && !live.pending.is_empty() {
+                        window = Some(tokio::time::Instant::now() + self.settings.batch_window);
+                    }
+                }
+                () = sleep_until(window) => {
+                    if live.pending.is_empty() {
+                        window = None;
+                        continue;
+                    }
+                    return Step::Pause;
+                }
+            }
+        }
+    }
+
+    /// Parks the call in the live map and the store; returns the `input_required` result.
+    fn park(&self, mut live: LiveCall) -> Result<Value, (LiveCall, ErrorObject)> {
+        live.round += 1;
+        let pause_id = PauseId::random();
+        let now = now_ms();
+        let deadline = now.saturating_add(self.settings.pause_ttl.as_millis() as u64);
+        let record = PauseRecord {
+            pause_id,
+            boot_id: self.store.boot_id(),
+            status: PauseStatus::Paused,
+            method: live.method.clone(),
+            round: live.round,
+            principal_label: live.principal.label(),
+            created_ms: now,
+            deadline_ms: deadline,
+            input_keys: live.pending.keys().cloned().collect(),
+        };
+        if let Err(error) = self.store.insert(&record) {
+            return Err((live, internal(format!("could not record the paused call: {error}"))));
+        }
+        let claims = Claims {
+            pause_id,
+            principal: live.principal.clone(),
+            method: live.method.clone(),
+            params_digest: live.params_digest,
+            round: live.round,
+            expires_at_ms: deadline,
+        };
+        let input_requests: Map<String, Value> = live
+            .pending
+            .iter()
+            .map(|(key, pending)| (key.clone(), pending.input_request.clone()))
+            .collect();
+        let result = json!({
+            "resultType": "input_required",
+            "inputRequests": input_requests,
+            "requestState": self.sealer.seal(&claims),
+        });
+        info!(pause = %pause_id, round = live.round, inputs = live.pending.len(), "paused legacy call");
+        self.live
+            .lock()
+            .expect("live map lock")
+            .insert(pause_id, live);
+        Ok(result)
+    }
+
+    /// Ends a legacy call the front no longer wants: answers its pending requests with cancel or
+    /// an error, and sends `notifications/cancelled` for the call.
+    async fn abandon(&self, live: &mut LiveCall, reason: &str) {
+        for (_, pending) in std::mem::take(&mut live.pending) {
+            let _ = live
+                .lease
+                .lane
+                .respond(pending.legacy_id, refusal_for(&pending.method))
+                .await;
+        }
+        let _ = live
+            .lease
+            .lane
+            .notify(
+                "notifications/cancelled",
+                json!({"requestId": live.call.legacy_id, "reason": reason}),
+            )
+            .await;
+    }
+
+    /// Expires pauses whose deadline has passed: their legacy requests get `cancel` or an error,
+    /// the legacy call is cancelled, the lane goes back to the pool.
+    pub async fn sweep(&self) {
+        let expired = match self.store.expired(now_ms()) {
+            Ok(expired) => expired,
+            Err(error) => {
+                warn!(%error, "could not read expired pauses");
+                return;
+            }
+        };
+        for record in expired {
+            let live = self
+                .live
+                .lock()
+                .expect("live map lock")
+                .remove(&record.pause_id);
+            let _ = self.store.set_status(&record.pause_id, PauseStatus::Expired);
+            if let Some(mut live) = live {
+                info!(pause = %record.pause_id, "pause expired: cancelling the legacy call");
+                self.abandon(&mut live, "the client did not retry in time")
+                    .await;
+            }
+        }
+        let _ = self
+            .store
+            .prune(now_ms().saturating_sub(24 * 3600 * 1000));
+    }
+}
+
+impl Handler for Engine {
+    fn handle(&self, request: FrontRequest, sink: ResponseSink) -> BoxFuture<'static, ()> {
+        match self.me.upgrade() {
+            Some(engine) => Box::pin(engine.serve(request, sink)),
+            // Only during shutdown, once the last `Arc` is gone.
+            None => Box::pin(async move {
+                sink.finish(request.id, Err(internal("the proxy is shutting down")))
+                    .await;
+            }),
+        }
+    }
+
+    fn is_ready(&self) -> bool {
+        self.pool.is_ready()
+    }
+}
+
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
+type LegacyOutcome = Result<Result<Result<Value, ErrorObject>, BackendError>, tokio::sync::oneshot::error::RecvError>;
+
+fn flatten(response: LegacyOutcome) -> Result<Value, ErrorObject> {
+    match response {
+        Ok(Ok(outcome)) => outcome,
+        Ok(Err(error)) => Err(internal(error.to_string())),
+        Err(_) => Err(internal(BackendError::Crashed.to_string())),
+    }
+}
+
+/// Adds what 2026-07-28 requires on results: `resultType`, and `ttlMs`/`cacheScope` on cacheable
+/// ones (`private`, 0 ms: the proxy cannot know whether legacy lists differ per user).
+fn decorate_result(method: &str, mut result: Value) -> Value {
+    if let Some(map) = result.as_object_mut() {
+        map.entry("resultType").or_insert_with(|| "complete".into());
+        if CACHEABLE.contains(&method) {
+            map.entry("ttlMs").or_insert_with(|| 0.into());
+            map.entry("cacheScope").or_insert_with(|| "private".into());
+        }
+    }
+    result
+}
+
+/// Legacy error codes 2026-07-28 forbids or reserves (T19).
+fn translate_error(mut error: ErrorObject) -> ErrorObject {
+    match error.code {
+        codes::LEGACY_RESOURCE_NOT_FOUND => error.code = codes::INVALID_PARAMS,
+        code if (-32099..=-32020).contains(&code) => {
+            error.message = format!("{} (legacy error code {code})", error.message);
+            error.code = codes::INTERNAL_ERROR;
+        }
+        _ => {}
+    }
+    error
+}
+
+/// How the proxy refuses a legacy input request on the legacy side.
+fn refusal_for(method: &str) -> Result<Value, ErrorObject> {
+    match method {
+        "elicitation/create" => Ok(json!({"action": "cancel"})),
+        _ => Err(internal("the client cannot serve this request")),
+    }
+}
+
+/// The `inputRequests` key of a legacy request: the hint in its `_meta` when present, else the
+/// single property name of a one-field form, else `<kind>_<n>` numbered within the call.
+fn input_key(live: &mut LiveCall, method: &str, params: &Value) -> String {
+    let hint = params
+        .get("_meta")
+        .and_then(|meta| meta.get(INPUT_KEY_HINT))
+        .and_then(Value::as_str)
+        .filter(|hint| !hint.is_empty() && !live.pending.contains_key(*hint));
+    if let Some(hint) = hint {
+        return hint.to_owned();
+    }
+    let kind = match method {
+        "elicitation/create" => "elicitation",
+        "sampling/createMessage" => "sampling",
+        _ => "roots",
+    };
+    loop {
+        let counter = live.issued.entry(kind).or_insert(0);
+        *counter += 1;
+        let key = format!("{kind}_{counter}");
+        if !live.pending.contains_key(&key) {
+            return key;
+        }
+    }
+}
+
+/// The `InputRequest` for a legacy request: `{method, params}` without `jsonrpc`/`id`, legacy-only
+/// fields removed (`elicitationId`, `task`, `_meta`), deprecated `includeContext` values dropped
+/// unless the client declared `sampling.context` (T8, T11).
+fn input_request(method: &str, params: &Value, profile: &CapabilityProfile) -> Value {
+    let mut params = params.clone();
+    if let Some(map) = params.as_object_mut() {
+        map.remove("_meta");
+        map.remove("task");
+        map.remove("elicitationId");
+        if method == "sampling/createMessage" && !profile.sampling_context {
+            if let Some(context) = map.get("includeContext").and_then(Value::as_str) {
+                if context != "none" {
+                    map.insert("includeContext".into(), "none".into());
+                }
+            }
+        }
+    }
+    if method == "roots/list" && params.as_object().is_none_or(Map::is_empty) {
+        json!({"method": method})
+    } else {
+        json!({"method": method, "params": params})
+    }
+}
+
+/// Checks a client's answer against the input request kind and turns it into the legacy result;
+/// `None` when it is not a valid answer (it is then asked again).
+fn legacy_response(method: &str, legacy_params: &Value, answer: &Value) -> Option<Value> {
+    let object = answer.as_object()?;
+    match method {
+        "elicitation/create" => {
+            let action = object.get("action")?.as_str()?;
+            if !matches!(action, "accept" | "decline" | "cancel") {
+                return None;
+            }
+            let mut result = json!({"action": action});
+            let url_mode = legacy_params.get("mode").and_then(Value::as_str) == Some("url");
+            if action == "accept" && !url_mode {
+                let content = object.get("content")?.as_object()?;
+                result["content"] = Value::Object(content.clone());
+            }
+            Some(result)
+        }
+        "sampling/createMessage" => {
+            object.get("role")?.as_str()?;
+            object.get("content")?;
+            let mut result = answer.clone();
+            if let Some(map) = result.as_object_mut() {
+                map.remove("resultType");
+                map.entry("model").or_insert_with(|| "unknown".into());
+            }
+            Some(result)
+        }
+        "roots/list" => {
+            object.get("roots")?.as_array()?;
+            let mut result = answer.clone();
+            if let Some(map) = result.as_object_mut() {
+                map.remove("resultType");
+            }
+            Some(result)
+        }
+        _ => None,
+    }
+}
+
+fn level_rank(level: &str) -> u8 {
+    match level {
+        "debug" => 0,
+        "info" => 1,
+        "notice" => 2,
+        "warning" => 3,
+        "error" => 4,
+        "critical" => 5,
+        "alert" => 6,
+        "emergency" => 7,
+        _ => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_get_result_type_and_caching_fields() {
+        let listed = decorate_result("tools/list", json!({"tools": []}));
+        assert_eq!(
+            listed,
+            json!({"tools": [], "resultType": "complete", "ttlMs": 0, "cacheScope": "private"})
+        );
+        let called = decorate_result("tools/call", json!({"content": []}));
+        assert_eq!(called, json!({"content": [], "resultType": "complete"}));
+    }
+
+    #[test]
+    fn forbidden_legacy_codes_are_translated() {
+        assert_eq!(
+            translate_error(ErrorObject::new(-32002, "no such resource")).code,
+            codes::INVALID_PARAMS
+        );
+        let url = translate_error(ErrorObject::new(-32042, "url required"));
+        assert_eq!(url.code, codes::INTERNAL_ERROR);
+        assert_eq!(translate_error(ErrorObject::new(-32000, "x")).code, -32000);
+    }
+
+    #[test]
+    fn input_requests_drop_legacy_fields() {
+        let profile = CapabilityProfile::default();
+        let url = input_request(
+            "elicitation/create",
+            &json!({"mode": "url", "message": "m", "url": "https://x", "elicitationId": "e1", "_meta": {"progressToken": 1}}),
+            &profile,
+        );
+        assert_eq!(
+            url,
+            json!({"method": "elicitation/create", "params": {"mode": "url", "message": "m", "url": "https://x"}})
+        );
+        let sampling = input_request(
+            "sampling/createMessage",
+            &json!({"messages": [], "maxTokens": 5, "includeContext": "thisServer"}),
+            &profile,
+        );
+        assert_eq!(sampling["params"]["includeContext"], "none");
+        assert_eq!(input_request("roots/list", &json!({}), &profile), json!({"method": "roots/list"}));
+    }
+
+    #[test]
+    fn answers_are_checked_per_kind() {
+        let form = json!({"message": "m", "requestedSchema": {}});
+        assert_eq!(
+            legacy_response("elicitation/create", &form, &json!({"action": "accept", "content": {"name": "A"}})),
+            Some(json!({"action": "accept", "content": {"name": "A"}}))
+        );
+        assert_eq!(legacy_response("elicitation/create", &form, &json!(12345)), None);
+        assert_eq!(legacy_response("elicitation/create", &form, &Value::Null), None);
+        assert_eq!(legacy_response("elicitation/create", &form, &json!({"action": "accept"})), None);
+        assert_eq!(
+            legacy_response("elicitation/create", &form, &json!({"action": "decline"})),
+            Some(json!({"action": "decline"}))
+        );
+        let url = json!({"mode": "url", "message": "m", "url": "https://x"});
+        assert_eq!(
+            legacy_response("elicitation/create", &url, &json!({"action": "accept"})),
+            Some(json!({"action": "accept"}))
+        );
+        assert!(legacy_response("roots/list", &json!({}), &json!({"roots": []})).is_some());
+        assert!(legacy_response("roots/list", &json!({}), &json!({"roots": 3})).is_none());
+        assert!(legacy_response(
+            "sampling/createMessage",
+            &json!({}),
+            &json!({"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"})
+        )
+        .is_some());
+    }
+
+    #[test]
+    fn legacy_params_lose_mrtr_fields_and_modern_meta() {
+        let params = json!({
+            "name": "ask_name",
+            "arguments": {},
+            "inputResponses": {"a": 1},
+            "requestState": "s",
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "progressToken": "client-token",
+                "traceparent": "00-x"
+            }
+        });
+        assert_eq!(
+            Engine::legacy_params(&params, Some("mrtr-1")),
+            json!({"name": "ask_name", "arguments": {}, "_meta": {"progressToken": "mrtr-1", "traceparent": "00-x"}})
+        );
+    }
+}

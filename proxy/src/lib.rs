@@ -19,3 +19,132 @@ pub mod front;
 pub mod jsonrpc;
 pub mod state;
 pub mod store;
+pub mod config;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+
+/// Runs the proxy until SIGINT/SIGTERM (or EOF on the stdio front).
+pub async fn run(args: config::Args) -> anyhow::Result<()> {
+    let spec = match (&args.upstream, args.command.split_first()) {
+        (Some(url), None) => backend::BackendSpec::Http { url: url.clone() },
+        (None, Some((program, rest))) => backend::BackendSpec::Stdio {
+            program: program.clone(),
+            args: rest.to_vec(),
+        },
+        (Some(_), Some(_)) => bail!("give either --upstream or a command after `--`, not both"),
+        (None, None) => bail!("give the legacy server: --upstream URL, or `-- COMMAND [ARGS]...`"),
+    };
+    let default_pool = match spec {
+        backend::BackendSpec::Http { .. } => 32,
+        backend::BackendSpec::Stdio { .. } => 4,
+    };
+    let store = store::PauseStore::open(&args.store)
+        .with_context(|| format!("could not open the pause store in {}", args.store.display()))?;
+    let lost = store.mark_previous_boots_lost()?;
+    if lost > 0 {
+        tracing::warn!(lost, "paused calls of the previous run were lost; their retries will be refused");
+    }
+    let key = match (&args.state_key_file, std::env::var("MCP_MRTR_STATE_KEY")) {
+        (Some(path), _) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("could not read --state-key-file {}", path.display()))?;
+            state::StateKey::from_text(&text).context("invalid --state-key-file")?
+        }
+        (None, Ok(text)) => state::StateKey::from_text(&text).context("invalid MCP_MRTR_STATE_KEY")?,
+        (None, Err(_)) => store.state_key()?,
+    };
+    let pool = backend::LanePool::new(
+        spec,
+        backend::PoolSettings {
+            max_lanes: args.pool_size.unwrap_or(default_pool).max(1),
+            roots: args.roots.clone(),
+            client_info: serde_json::json!({
+                "name": "mcp-mrtr-proxy",
+                "version": env!("CARGO_PKG_VERSION"),
+            }),
+            request_timeout: args.request_timeout,
+        },
+    );
+    let engine = engine::Engine::new(
+        pool.clone(),
+        state::Sealer::new(&key),
+        store,
+        engine::EngineSettings {
+            pause_ttl: args.pause_ttl,
+            batch_window: args.batch_window,
+            request_timeout: args.request_timeout,
+        },
+    );
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    spawn_signal_handler(shutdown.clone());
+    spawn_sweeper(engine.clone(), args.pause_ttl, shutdown.clone());
+    {
+        // Connect the first lane in the background: `/healthz` turns 200 when it is up.
+        let pool = pool.clone();
+        tokio::spawn(async move {
+            if let Err(error) = pool.initialized().await {
+                tracing::error!(%error, "the legacy server could not be initialized yet");
+            }
+        });
+    }
+    let handler: Arc<dyn front::Handler> = engine.clone();
+    if args.stdio {
+        let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+        front::stdio::serve_stdio(stdin, tokio::io::stdout(), handler, shutdown.clone()).await;
+    } else {
+        let listener = tokio::net::TcpListener::bind(args.listen)
+            .await
+            .with_context(|| format!("could not listen on {}", args.listen))?;
+        let address = listener.local_addr()?;
+        println!("listening on http://{address}/mcp");
+        let config = front::http::HttpFrontConfig {
+            listen: address,
+            path: "/mcp".into(),
+            max_body_bytes: 4 * 1024 * 1024,
+            allowed_origins: args.allowed_origins.clone(),
+        };
+        front::http::serve(listener, config, handler, shutdown.clone()).await?;
+    }
+    pool.shutdown().await;
+    Ok(())
+}
+
+fn spawn_signal_handler(shutdown: tokio_util::sync::CancellationToken) {
+    tokio::spawn(async move {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let Ok(mut terminate) = signal(SignalKind::terminate()) else {
+                return;
+            };
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = terminate.recv() => {}
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+        tracing::info!("shutting down");
+        shutdown.cancel();
+    });
+}
+
+fn spawn_sweeper(
+    engine: Arc<engine::Engine>,
+    pause_ttl: Duration,
+    shutdown: tokio_util::sync::CancellationToken,
+) {
+    let period = (pause_ttl / 4).clamp(Duration::from_millis(100), Duration::from_secs(5));
+    tokio::spawn(async move {
+        let mut interval = tokio::time::interval(period);
+        loop {
+            tokio::select! {
+                _ = interval.tick() => engine.sweep().await,
+                () = shutdown.cancelled() => return,
+            }
+        }
+    });
+}

@@ -1,6 +1,29 @@
-//! `mcp-mrtr-proxy`: see the README.
+//! `mcp-mrtr-proxy`: see the README. Exit codes: 0 after a clean shutdown, 2 for usage and
+//! start-up errors (bad flags, unusable store or key, listen address taken).
+
+use clap::Parser;
 
 fn main() -> std::process::ExitCode {
-    eprintln!("mcp-mrtr-proxy is not complete yet");
-    std::process::ExitCode::from(2)
+    let args = mcp_mrtr_proxy::config::Args::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: could not start the async runtime: {error}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    match runtime.block_on(mcp_mrtr_proxy::run(args)) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            std::process::ExitCode::from(2)
+        }
+    }
 }

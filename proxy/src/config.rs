@@ -1,0 +1,67 @@
+//! Command-line configuration of `mcp-mrtr-proxy`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+
+/// Serves MCP 2026-07-28 clients from an unmodified legacy MCP server (2025-11-25, 2025-06-18,
+/// 2025-03-26), turning the legacy server's mid-call requests into `input_required` rounds.
+///
+/// Give the legacy server either as `--upstream URL` (legacy Streamable HTTP) or as a command
+/// after `--` (a legacy stdio server, spawned and supervised by the proxy).
+#[derive(Debug, Parser)]
+#[command(name = "mcp-mrtr-proxy", version)]
+pub struct Args {
+    /// Legacy Streamable HTTP server, e.g. http://127.0.0.1:8000/mcp
+    #[arg(long, value_name = "URL", conflicts_with = "command")]
+    pub upstream: Option<String>,
+
+    /// Legacy stdio server command and arguments (after `--`)
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+
+    /// Address of the 2026-07-28 Streamable HTTP front (endpoint `/mcp`)
+    #[arg(long, default_value = "127.0.0.1:8787", value_name = "ADDR")]
+    pub listen: SocketAddr,
+
+    /// Serve the front on the proxy's own stdin/stdout instead of HTTP
+    #[arg(long)]
+    pub stdio: bool,
+
+    /// Directory of the sled store holding paused calls (and the generated state key)
+    #[arg(long, default_value = ".mcp-mrtr-proxy", value_name = "DIR")]
+    pub store: PathBuf,
+
+    /// File holding the requestState key: 32 bytes as 64 hex characters or base64
+    /// (default: env MCP_MRTR_STATE_KEY, else a key generated once and kept in the store)
+    #[arg(long, value_name = "FILE")]
+    pub state_key_file: Option<PathBuf>,
+
+    /// How long a paused call waits for the client's retry
+    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub pause_ttl: Duration,
+
+    /// How long to wait for more legacy requests after the first, to send them in one round
+    #[arg(long, default_value = "25ms", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub batch_window: Duration,
+
+    /// How long a pass-through request may take on the legacy side
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub request_timeout: Duration,
+
+    /// Most legacy lanes at once: child processes (stdio) or sessions (HTTP). With stdio, 1 means
+    /// one process for everything: calls that may need input are queued one at a time
+    /// [default: 4 for stdio, 32 for HTTP]
+    #[arg(long, value_name = "N")]
+    pub pool_size: Option<usize>,
+
+    /// A root to answer `roots/list` with when the legacy server asks outside any call (repeatable)
+    #[arg(long = "root", value_name = "URI")]
+    pub roots: Vec<String>,
+
+    /// An extra Origin allowed on the HTTP front (loopback origins are always allowed; repeatable)
+    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+    pub allowed_origins: Vec<String>,
+}
