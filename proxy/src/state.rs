@@ -361,6 +361,8 @@ fn canonical(hasher: &mut Sha256, value: &Value) {
     }
 }
 
+/// `entries` must be sorted. (`serde_json::Map` iterates sorted unless some crate in the build
+/// enables serde_json's `preserve_order` feature; the callers sort regardless.)
 fn canonical_object(hasher: &mut Sha256, entries: Vec<(&String, &Value)>) {
     hasher.update(b"{");
     for (index, (key, item)) in entries.into_iter().enumerate() {
