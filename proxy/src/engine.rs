@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use mcp_migrate_rules::RuleId;
@@ -23,7 +23,7 @@ use crate::backend::{BackendError, BackendEvent, LanePool, Lease, PendingCall};
 use crate::capabilities::CapabilityProfile;
 use crate::front::{FrontRequest, Handler, ResponseSink};
 use crate::jsonrpc::{codes, ErrorObject, Message};
-use crate::state::{params_digest, Claims, PauseId, Sealer};
+use crate::state::{now_ms, params_digest, Claims, PauseId, Sealer};
 use crate::store::{ClaimError, PauseRecord, PauseStatus, PauseStore};
 
 /// The only protocol version the front speaks.
@@ -132,11 +132,6 @@ impl std::fmt::Debug for Engine {
     }
 }
 
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
 
 fn invalid_params(message: impl Into<String>) -> ErrorObject {
     ErrorObject::new(codes::INVALID_PARAMS, message)
@@ -660,12 +655,23 @@ impl Engine {
             }
         };
         for record in expired {
+            // A retry may be claiming this pause right now: exactly one of the two wins.
+            match self
+                .store
+                .transition(&record.pause_id, PauseStatus::Paused, PauseStatus::Expired)
+            {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(error) => {
+                    warn!(%error, pause = %record.pause_id, "could not expire a pause");
+                    continue;
+                }
+            }
             let live = self
                 .live
                 .lock()
                 .expect("live map lock")
                 .remove(&record.pause_id);
-            let _ = self.store.set_status(&record.pause_id, PauseStatus::Expired);
             if let Some(mut live) = live {
                 info!(pause = %record.pause_id, "pause expired: cancelling the legacy call");
                 self.abandon(&mut live, "the client did not retry in time")
