@@ -45,3 +45,37 @@ pub fn shared_dir() -> PathBuf {
             )
         })
 }
+
+/// Turns `async fn NAME(kind: BackendKind)` test bodies into two tokio tests each,
+/// `NAME::http` and `NAME::stdio` (the proxy in front of the legacy server over each backend
+/// transport), each failing after `SECS` seconds:
+///
+/// ```ignore
+/// per_backend!(120; ask_name_completes, ask_twice_takes_two_rounds);
+/// ```
+#[macro_export]
+macro_rules! per_backend {
+    ($secs:literal; $($name:ident),+ $(,)?) => {$(
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn http() {
+                $crate::support::within(
+                    ::std::time::Duration::from_secs($secs),
+                    concat!(stringify!($name), " (HTTP backend)"),
+                    super::$name($crate::support::BackendKind::Http),
+                )
+                .await
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn stdio() {
+                $crate::support::within(
+                    ::std::time::Duration::from_secs($secs),
+                    concat!(stringify!($name), " (stdio backend)"),
+                    super::$name($crate::support::BackendKind::Stdio),
+                )
+                .await
+            }
+        }
+    )+};
+}

@@ -136,6 +136,7 @@ fn the_schema_checks_are_not_vacuous() {
         "inputRequests": {"k": {"method": "elicitation/create", "params": {
             "mode": "form", "message": "What is your name?",
             "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}}}},
+        // mcp-lint: allow(unsigned-request-state) a literal for a schema check, not a server's state
         "requestState": "opaque",
     });
     schema.assert_valid("InputRequiredResult", &input_required);
@@ -197,4 +198,162 @@ fn raw_requests_and_scripted_answers_are_valid_2026_messages() {
     let retry = client.retry_request("ask_three", Value::Null, answers, Some("state"));
     schema.assert_valid("CallToolRequest", &retry.body);
     assert_eq!(retry.body["params"]["requestState"], "state");
+}
+
+/// A tiny MRTR server on rmcp 3.11 (2026-07-28, no proxy): an independent modern peer for the
+/// harness's two clients. Its `greet` tool asks for a name with an `input_required` result under
+/// the key `who` and greets once the retry carries the answer.
+mod modern_peer {
+    use rmcp::handler::server::router::tool::ToolRouter;
+    use rmcp::handler::server::tool::InputResponses;
+    use rmcp::model::{
+        CallToolResponse, CallToolResult, ContentBlock, ElicitRequest, ElicitRequestParams,
+        ElicitationSchema, InputRequest, InputRequests, InputRequiredResult, ServerCapabilities,
+        ServerConfig,
+    };
+    use rmcp::transport::streamable_http_server::{
+        session::local::LocalSessionManager, StreamableHttpServerConfig, StreamableHttpService,
+    };
+    use rmcp::{tool, tool_handler, tool_router, ErrorData as McpError, ServerHandler};
+
+    #[derive(Clone)]
+    pub struct Greeter {
+        tool_router: ToolRouter<Self>,
+    }
+
+    #[tool_router]
+    impl Greeter {
+        fn new() -> Self {
+            Self {
+                tool_router: Self::tool_router(),
+            }
+        }
+
+        #[tool(description = "Greet the user, asking for their name first")]
+        async fn greet(
+            &self,
+            InputResponses(responses): InputResponses,
+        ) -> Result<CallToolResponse, McpError> {
+            let name = responses
+                .as_ref()
+                .and_then(|responses| responses.get("who"))
+                .and_then(|answer| answer.pointer("/content/name"))
+                .and_then(|name| name.as_str())
+                .map(str::to_owned);
+            if let Some(name) = name {
+                let text = format!("Hello, {name}!");
+                return Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into());
+            }
+            let schema = ElicitationSchema::builder()
+                .required_string("name")
+                .build()
+                .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+            let mut requests = InputRequests::new();
+            requests.insert(
+                "who".to_owned(),
+                InputRequest::Elicitation(ElicitRequest::new(
+                    ElicitRequestParams::FormElicitationParams {
+                        meta: None,
+                        message: "What is your name?".to_owned(),
+                        requested_schema: schema,
+                    },
+                )),
+            );
+            Ok(CallToolResponse::InputRequired(
+                InputRequiredResult::from_input_requests(requests),
+            ))
+        }
+    }
+
+    #[tool_handler(router = self.tool_router)]
+    impl ServerHandler for Greeter {
+        fn get_info(&self) -> ServerConfig {
+            ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        }
+    }
+
+    /// Serves the greeter on a free port until the test ends; returns `http://ADDR/mcp`.
+    pub async fn start() -> String {
+        let service = StreamableHttpService::new(
+            || Ok(Greeter::new()),
+            LocalSessionManager::default().into(),
+            StreamableHttpServerConfig::default(),
+        );
+        let router = axum::Router::new().nest_service("/mcp", service);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        format!("http://{addr}/mcp")
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rmcp_client_drives_mrtr_against_a_2026_server() {
+    within(LIMIT, "rmcp client against rmcp server", async {
+        let url = modern_peer::start().await;
+        let client = ModernClient::connect(&url, Script::default(), Some("token")).await;
+
+        let first = client
+            .call_tool_once(mcp_migrate_tests::support::tool_params("greet", json!({})))
+            .await
+            .unwrap();
+        let rmcp::model::CallToolResponse::InputRequired(first) = first else {
+            panic!("expected input_required, got {first:?}");
+        };
+        let keys: Vec<&String> = first.input_requests.as_ref().unwrap().keys().collect();
+        assert_eq!(keys, ["who"]);
+        assert!(client.seen().is_empty(), "call_tool_once does not answer");
+
+        let result = client.call_tool("greet", json!({})).await.unwrap();
+        assert_eq!(tool_text(&result), "Hello, Alice!");
+        let seen = client.seen();
+        assert_eq!(seen.len(), 1, "{seen:#?}");
+        assert_eq!(
+            seen[0].key.as_deref(),
+            Some("who"),
+            "the handler sees the MRTR key"
+        );
+        assert_eq!(seen[0].method, "elicitation/create");
+        assert_eq!(seen[0].params["message"], "What is your name?");
+        client.close().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_raw_client_is_accepted_by_a_2026_server() {
+    within(LIMIT, "raw client against rmcp server", async {
+        let schema = SpecSchema::load();
+        let url = modern_peer::start().await;
+        let raw = RawClient::new(&url).with_authorization("Bearer token");
+
+        let request = raw.request("server/discover", Value::Null);
+        let response = raw.send(&request).await;
+        assert_eq!(response.status, 200, "{response:#?}");
+        schema.assert_valid("DiscoverResultResponse", &response.message);
+
+        let response = raw.call("tools/list", Value::Null).await;
+        assert_eq!(response.status, 200, "{response:#?}");
+        schema.assert_valid("ListToolsResultResponse", &response.message);
+
+        let request = raw.tool_request("greet", json!({}));
+        let response = raw.send(&request).await;
+        assert_eq!(response.status, 200, "{response:#?}");
+        assert_eq!(&response.message["id"], request.id());
+        schema.assert_valid("CallToolResultResponse", &response.message);
+        schema.assert_valid("InputRequiredResult", response.result());
+        let requests = response.result()["inputRequests"].clone();
+        let answers = Script::default().answer_all(&requests).unwrap();
+        let retry = raw.retry_tool("greet", json!({}), answers, None).await;
+        assert_eq!(retry.text(), "Hello, Alice!", "{retry:#?}");
+        schema.assert_valid("CallToolResultResponse", &retry.message);
+
+        // A broken header is refused by a strict peer: the raw client can break requests.
+        let mut request = raw.tool_request("greet", json!({}));
+        request.set_header("Mcp-Name", "other");
+        let response = raw.send(&request).await;
+        assert_eq!(response.status, 400, "{response:#?}");
+        assert_eq!(response.error_code(), Some(-32020), "{response:#?}");
+    })
+    .await;
 }

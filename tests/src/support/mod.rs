@@ -31,3 +31,42 @@ pub async fn within<T>(limit: Duration, what: &str, future: impl Future<Output =
         Err(_) => panic!("timed out after {limit:?}: {what}"),
     }
 }
+
+/// Whether any string inside `value` (keys excluded) contains `needle`.
+pub fn json_mentions(value: &serde_json::Value, needle: &str) -> bool {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => s.contains(needle),
+        Value::Array(items) => items.iter().any(|v| json_mentions(v, needle)),
+        Value::Object(map) => map.values().any(|v| json_mentions(v, needle)),
+        _ => false,
+    }
+}
+
+/// rmcp's `InputResponses` from an `inputResponses` JSON object.
+pub fn input_responses(value: serde_json::Value) -> rmcp::model::InputResponses {
+    match value {
+        serde_json::Value::Object(map) => map.into_iter().collect(),
+        other => panic!("inputResponses must be an object, not {other}"),
+    }
+}
+
+/// Panics unless `response` is a JSON-RPC error answering `request` with one of `codes`;
+/// returns the error message.
+#[track_caller]
+pub fn assert_error(response: &RawResponse, request: &RawRequest, codes: &[i64]) -> String {
+    let error = response.error();
+    let code = error["code"].as_i64();
+    assert!(
+        code.is_some_and(|code| codes.contains(&code)),
+        "expected an error with a code in {codes:?}, got {response:#?}"
+    );
+    assert_eq!(
+        &response.message["id"],
+        request.id(),
+        "the error must answer the request's id"
+    );
+    let message = error["message"].as_str().unwrap_or_default().to_string();
+    assert!(!message.is_empty(), "the error must say why: {response:#?}");
+    message
+}

@@ -79,6 +79,8 @@ async fn spawn_listening(mut command: Command, who: &str, logs: &Logs) -> (Child
         outcome => {
             let _ = child.kill();
             let status = child.wait().ok();
+            // Let the output threads catch up with what the child wrote before it died.
+            tokio::time::sleep(Duration::from_millis(200)).await;
             logs.dump(who);
             let why = if outcome.is_err() {
                 "timed out"
@@ -478,5 +480,35 @@ impl Stack {
 
     pub async fn modern(&self, script: Script) -> ModernClient {
         self.proxy.modern(script).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn children_are_found_by_parent_and_binary() {
+        let mut shell = Command::new("sh")
+            .args(["-c", "sleep 30 & sleep 30 & wait"])
+            .spawn()
+            .expect("sh");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut children = Vec::new();
+        while children.len() < 2 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+            children = children_of(shell.id())
+                .into_iter()
+                .filter(|&pid| runs_binary(pid, Path::new("/bin/sleep")))
+                .collect();
+        }
+        assert_eq!(children.len(), 2, "{children:?}");
+        assert!(children.iter().all(|&pid| is_alive(pid)));
+        assert!(!runs_binary(children[0], Path::new("/bin/sh-not-this")));
+        for &pid in &children {
+            sigkill(pid);
+        }
+        let status = shell.wait().unwrap();
+        assert!(children.iter().all(|&pid| !is_alive(pid)), "{status}");
     }
 }
