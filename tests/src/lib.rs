@@ -48,7 +48,7 @@ pub fn shared_dir() -> PathBuf {
 
 /// Turns `async fn NAME(kind: BackendKind)` test bodies into two tokio tests each,
 /// `NAME::http` and `NAME::stdio` (the proxy in front of the legacy server over each backend
-/// transport), each failing after `SECS` seconds:
+/// transport), each failing after `SECS` seconds (not counting the one-time build):
 ///
 /// ```ignore
 /// per_backend!(120; ask_name_completes, ask_twice_takes_two_rounds);
@@ -59,6 +59,7 @@ macro_rules! per_backend {
         mod $name {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn http() {
+                $crate::support::binaries_async().await;
                 $crate::support::within(
                     ::std::time::Duration::from_secs($secs),
                     concat!(stringify!($name), " (HTTP backend)"),
@@ -69,6 +70,7 @@ macro_rules! per_backend {
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn stdio() {
+                $crate::support::binaries_async().await;
                 $crate::support::within(
                     ::std::time::Duration::from_secs($secs),
                     concat!(stringify!($name), " (stdio backend)"),

@@ -59,6 +59,7 @@ async fn a_new_call_works(proxy: &Proxy) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_stdio_backend_loses_the_paused_call_and_is_replaced() {
+    mcp_migrate_tests::support::binaries_async().await;
     mcp_migrate_tests::support::within(Duration::from_secs(120), "killed backend", async {
         let stack = Stack::start(
             BackendKind::Stdio,
@@ -104,6 +105,7 @@ async fn a_restarted_proxy_reports_paused_calls_as_lost(kind: BackendKind) {
 /// reported lost (it opened), not tampered (it would not open under another key).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_from_the_environment_survives_a_restart() {
+    mcp_migrate_tests::support::binaries_async().await;
     mcp_migrate_tests::support::within(Duration::from_secs(120), "env key restart", async {
         let mut stack = Stack::start(
             BackendKind::Stdio,

@@ -6,7 +6,8 @@
 use std::time::Duration;
 
 use mcp_migrate_tests::support::{
-    tool_text, within, LegacyHttpServer, ModernClient, RawClient, Script, SpecSchema,
+    binaries_async, tool_text, within, LegacyHttpServer, ModernClient, RawClient, Script,
+    SpecSchema,
 };
 use rmcp::model::ProtocolVersion;
 use rmcp::service::ClientLifecycleMode;
@@ -28,6 +29,7 @@ async fn legacy_client(server: &LegacyHttpServer, script: Script) -> ModernClien
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_scripted_client_gets_the_expected_texts_from_the_legacy_server_directly() {
+    binaries_async().await;
     within(LIMIT, "direct legacy calls", async {
         let server = LegacyHttpServer::start().await;
         let script = Script::default();
@@ -95,6 +97,7 @@ async fn the_scripted_client_gets_the_expected_texts_from_the_legacy_server_dire
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn declining_and_cancelling_give_the_legacy_texts_directly() {
+    binaries_async().await;
     within(LIMIT, "decline and cancel", async {
         let server = LegacyHttpServer::start().await;
         for (action, text) in [

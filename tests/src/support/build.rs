@@ -91,8 +91,9 @@ fn located(dir: &Path) -> Result<Binaries, String> {
     Ok(binaries)
 }
 
-/// [`binaries`] from async code.
-pub(crate) async fn binaries_async() -> Binaries {
+/// [`binaries`] from async code. Tests call it before starting their timeout, so that the first
+/// build (minutes on a cold target directory) does not count against it.
+pub async fn binaries_async() -> Binaries {
     tokio::task::spawn_blocking(binaries)
         .await
         .expect("building the e2e binaries panicked")

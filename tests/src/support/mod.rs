@@ -17,7 +17,7 @@ mod script;
 use std::future::Future;
 use std::time::Duration;
 
-pub use build::{binaries, Binaries};
+pub use build::{binaries, binaries_async, Binaries};
 pub use modern::{default_capabilities, tool_params, tool_text, ModernClient, ScriptedHandler};
 pub use process::{Backend, BackendKind, LegacyHttpServer, Proxy, ProxyOptions, Stack};
 pub use raw::{parse_sse, RawClient, RawRequest, RawResponse, PROTOCOL_VERSION};
