@@ -1,0 +1,72 @@
+//! Harness of the MRTR proxy end-to-end tests.
+//!
+//! - [`binaries`]: builds `mcp-mrtr-proxy` and `mcp-legacy-fixture-server` once per test process;
+//! - [`LegacyHttpServer`], [`Proxy`], [`Stack`]: the real peers as child processes, killed on drop;
+//! - [`ModernClient`]: an rmcp 3.11 client (2026-07-28, `server/discover`) whose
+//!   [`ScriptedHandler`] answers input requests from a [`Script`] and records what it was asked;
+//! - [`RawClient`]: hand-built 2026-07-28 HTTP requests (JSON or SSE responses);
+//! - [`SpecSchema`]: validation against the 2026-07-28 `schema.json` (`$defs` by name).
+
+mod build;
+mod modern;
+mod process;
+mod raw;
+mod schema;
+mod script;
+
+use std::future::Future;
+use std::time::Duration;
+
+pub use build::{binaries, binaries_async, Binaries};
+pub use modern::{default_capabilities, tool_params, tool_text, ModernClient, ScriptedHandler};
+pub use process::{Backend, BackendKind, LegacyHttpServer, Proxy, ProxyOptions, Stack};
+pub use raw::{parse_sse, RawClient, RawRequest, RawResponse, PROTOCOL_VERSION};
+pub use schema::SpecSchema;
+pub use script::{FormAction, Script, SeenRequest};
+
+/// Runs `future`, failing the test with `what` if it takes longer than `limit`.
+pub async fn within<T>(limit: Duration, what: &str, future: impl Future<Output = T>) -> T {
+    match tokio::time::timeout(limit, future).await {
+        Ok(value) => value,
+        Err(_) => panic!("timed out after {limit:?}: {what}"),
+    }
+}
+
+/// Whether any string inside `value` (keys excluded) contains `needle`.
+pub fn json_mentions(value: &serde_json::Value, needle: &str) -> bool {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => s.contains(needle),
+        Value::Array(items) => items.iter().any(|v| json_mentions(v, needle)),
+        Value::Object(map) => map.values().any(|v| json_mentions(v, needle)),
+        _ => false,
+    }
+}
+
+/// rmcp's `InputResponses` from an `inputResponses` JSON object.
+pub fn input_responses(value: serde_json::Value) -> rmcp::model::InputResponses {
+    match value {
+        serde_json::Value::Object(map) => map.into_iter().collect(),
+        other => panic!("inputResponses must be an object, not {other}"),
+    }
+}
+
+/// Panics unless `response` is a JSON-RPC error answering `request` with one of `codes`;
+/// returns the error message.
+#[track_caller]
+pub fn assert_error(response: &RawResponse, request: &RawRequest, codes: &[i64]) -> String {
+    let error = response.error();
+    let code = error["code"].as_i64();
+    assert!(
+        code.is_some_and(|code| codes.contains(&code)),
+        "expected an error with a code in {codes:?}, got {response:#?}"
+    );
+    assert_eq!(
+        &response.message["id"],
+        request.id(),
+        "the error must answer the request's id"
+    );
+    let message = error["message"].as_str().unwrap_or_default().to_string();
+    assert!(!message.is_empty(), "the error must say why: {response:#?}");
+    message
+}
