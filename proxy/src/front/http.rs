@@ -1,1 +1,646 @@
 //! The Streamable HTTP front (2026-07-28): POST `/mcp`, JSON or per-request SSE responses.
+//!
+//! Routes (after the `Origin` check, which comes first for every route):
+//! - `POST {path}`: one JSON-RPC message per POST. Requests are validated
+//!   ([`super::validate::validate`]), then handed to the [`Handler`] in their own task; the first
+//!   thing the handler sends decides the response mode: a final response first is sent as
+//!   `application/json` with its HTTP status, a notification first opens a `text/event-stream`
+//!   that ends with the final response. Notifications get `202 Accepted`.
+//! - `GET`/`DELETE`/other methods on `{path}`: 405 with `Allow: POST` (2026-07-28 has no GET
+//!   stream and no sessions).
+//! - `GET /healthz`: 200 `ok` when the handler is ready, else 503.
+//! - anything else: 404.
+//!
+//! `Mcp-Session-Id` and `Last-Event-ID` are ignored; no session id is ever minted or echoed.
+//! A client that closes the connection drops the response (and with it the request's receiver),
+//! which is how the engine's [`super::ResponseSink::closed`] learns about the cancellation.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{header, HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Empty, Full, LengthLimitError, Limited};
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use serde_json::Value;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::Instrument as _;
+
+use super::validate::{self, error_response, Rejection, Validated};
+use super::{FrontRequest, Handler, Outgoing, Principal, ResponseSink, SINK_CAPACITY};
+use crate::jsonrpc::{codes, ErrorObject, Message};
+
+/// The default request body limit.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// The health route.
+pub const HEALTH_PATH: &str = "/healthz";
+
+/// The body of every response the front sends.
+pub type ResponseBody = UnsyncBoxBody<Bytes, Infallible>;
+
+/// Streamable HTTP front settings.
+#[derive(Debug, Clone)]
+pub struct HttpFrontConfig {
+    /// Where the binary binds its listener ([`serve`] takes the bound listener).
+    pub listen: SocketAddr,
+    /// The MCP endpoint path.
+    pub path: String,
+    /// Larger request bodies get 413 with a JSON-RPC error.
+    pub max_body_bytes: usize,
+    /// Origins accepted besides loopback ones (`localhost`, `127.0.0.1`, `[::1]`, any port).
+    /// An entry matches either the whole `Origin` value (`https://app.example.com:8443`,
+    /// ASCII case-insensitive) or its host alone (`app.example.com`, any scheme and port); `*`
+    /// accepts every origin.
+    pub allowed_origins: Vec<String>,
+    /// An SSE comment (`:`) is sent after this much silence on an SSE response, so that idle
+    /// intermediaries keep long streams (`subscriptions/listen`) open. `None`: never.
+    pub sse_keep_alive: Option<Duration>,
+    /// How long a client may take to send the request head.
+    pub header_read_timeout: Duration,
+    /// After shutdown, how long open responses may still run before their connections are closed.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for HttpFrontConfig {
+    fn default() -> Self {
+        HttpFrontConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            path: "/mcp".into(),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            allowed_origins: Vec::new(),
+            sse_keep_alive: Some(Duration::from_secs(15)),
+            header_read_timeout: Duration::from_secs(30),
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Serves the front on `listener` until `shutdown` is cancelled: one task per connection
+/// (HTTP/1.1), one task per request for the handler. On shutdown it stops accepting, lets open
+/// responses finish for up to [`HttpFrontConfig::shutdown_grace`], then returns.
+pub async fn serve(
+    listener: TcpListener,
+    config: HttpFrontConfig,
+    handler: Arc<dyn Handler>,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let front = Arc::new(Front { config, handler });
+    let connections = TaskTracker::new();
+    loop {
+        let accepted = tokio::select! {
+            biased;
+            () = shutdown.cancelled() => break,
+            accepted = listener.accept() => accepted,
+        };
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
+            Err(error) => {
+                // Out of file descriptors and the like: back off instead of spinning.
+                tracing::warn!(%error, "accepting a connection failed");
+                tokio::select! {
+                    () = shutdown.cancelled() => break,
+                    () = tokio::time::sleep(Duration::from_millis(50)) => continue,
+                }
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let span = tracing::debug_span!("connection", %peer);
+        connections.spawn(
+            front
+                .clone()
+                .serve_connection(stream, shutdown.clone())
+                .instrument(span),
+        );
+    }
+    connections.close();
+    connections.wait().await;
+    Ok(())
+}
+
+struct Front {
+    config: HttpFrontConfig,
+    handler: Arc<dyn Handler>,
+}
+
+impl Front {
+    async fn serve_connection(self: Arc<Self>, stream: TcpStream, shutdown: CancellationToken) {
+        let front = self.clone();
+        let service = service_fn(move |request| {
+            let front = front.clone();
+            async move { Ok::<_, Infallible>(front.route(request).await) }
+        });
+        let mut builder = http1::Builder::new();
+        builder
+            .timer(TokioTimer::new())
+            .header_read_timeout(self.config.header_read_timeout);
+        let connection = builder.serve_connection(TokioIo::new(stream), service);
+        tokio::pin!(connection);
+        let result = tokio::select! {
+            result = connection.as_mut() => result,
+            () = shutdown.cancelled() => {
+                connection.as_mut().graceful_shutdown();
+                match tokio::time::timeout(self.config.shutdown_grace, connection.as_mut()).await {
+                    Ok(result) => result,
+                    Err(_) => {
+                        tracing::debug!("connection still busy after the shutdown grace period");
+                        Ok(())
+                    }
+                }
+            }
+        };
+        if let Err(error) = result {
+            tracing::debug!(%error, "connection ended with an error");
+        }
+    }
+
+    async fn route(&self, request: Request<Incoming>) -> Response<ResponseBody> {
+        if let Err(origin) = self.check_origin(request.headers()) {
+            tracing::warn!(origin = %origin.escape_debug(), "refused a request from a foreign origin");
+            return json_response(
+                StatusCode::FORBIDDEN,
+                &error_response(
+                    None,
+                    &ErrorObject::new(codes::INVALID_REQUEST, "origin not allowed"),
+                ),
+            );
+        }
+        let path = request.uri().path();
+        if path == self.config.path {
+            if request.method() == Method::POST {
+                self.post(request).await
+            } else {
+                method_not_allowed("POST")
+            }
+        } else if path == HEALTH_PATH {
+            if request.method() == Method::GET || request.method() == Method::HEAD {
+                self.health()
+            } else {
+                method_not_allowed("GET, HEAD")
+            }
+        } else {
+            text_response(StatusCode::NOT_FOUND, "not found\n")
+        }
+    }
+
+    /// DNS-rebinding protection: every `Origin` value present must be loopback or allowed.
+    fn check_origin(&self, headers: &HeaderMap) -> Result<(), String> {
+        for value in headers.get_all(header::ORIGIN) {
+            let origin = value
+                .to_str()
+                .map_err(|_| String::from_utf8_lossy(value.as_bytes()).into_owned())?
+                .trim();
+            if !origin_allowed(origin, &self.config.allowed_origins) {
+                return Err(origin.to_owned());
+            }
+        }
+        Ok(())
+    }
+
+    fn health(&self) -> Response<ResponseBody> {
+        if self.handler.is_ready() {
+            text_response(StatusCode::OK, "ok\n")
+        } else {
+            text_response(StatusCode::SERVICE_UNAVAILABLE, "not ready\n")
+        }
+    }
+
+    async fn post(&self, request: Request<Incoming>) -> Response<ResponseBody> {
+        let (parts, body) = request.into_parts();
+        let limit = self.config.max_body_bytes;
+        let declared = parts
+            .headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.trim().parse::<u64>().ok());
+        if declared.is_some_and(|length| length > limit as u64) {
+            return too_large(limit);
+        }
+        let bytes = match Limited::new(body, limit).collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => {
+                return too_large(limit)
+            }
+            Err(error) => {
+                tracing::debug!(%error, "reading the request body failed");
+                return rejection_response(&Rejection::new(
+                    None,
+                    ErrorObject::new(codes::INVALID_REQUEST, "could not read the request body"),
+                    400,
+                ));
+            }
+        };
+        let message = match Message::parse(&bytes) {
+            Ok(message) => message,
+            Err(error) => return rejection_response(&Rejection::unreadable(&error)),
+        };
+        let principal = principal_of(&parts.headers);
+        match validate::validate(&message, Some(&parts.headers), principal) {
+            Err(rejection) => {
+                tracing::debug!(
+                    code = rejection.error.code,
+                    message = %rejection.error.message,
+                    "rejected a request"
+                );
+                rejection_response(&rejection)
+            }
+            // On HTTP, closing the response stream is the cancellation; a notification POST has
+            // nothing else to do.
+            Ok(Validated::Cancelled { .. } | Validated::OtherNotification { .. }) => {
+                empty_response(StatusCode::ACCEPTED)
+            }
+            Ok(Validated::Request(request)) => {
+                self.dispatch(request, accepts_event_stream(&parts.headers))
+                    .await
+            }
+        }
+    }
+
+    /// Runs the handler for one request and turns what it sends into a JSON or SSE response.
+    async fn dispatch(&self, request: FrontRequest, sse_allowed: bool) -> Response<ResponseBody> {
+        let id = request.id.clone();
+        let span = tracing::info_span!(
+            "request",
+            method = %request.method,
+            id = %request.id,
+            principal = %request.principal.label()
+        );
+        let (tx, mut rx) = mpsc::channel(SINK_CAPACITY);
+        start_handler(self.handler.as_ref(), request, ResponseSink::new(tx), span);
+        // Dropping this future (client gone before the first item) drops `rx`: the sink closes.
+        loop {
+            match rx.recv().await {
+                Some(Outgoing::Final {
+                    message,
+                    http_status,
+                }) => {
+                    let status = StatusCode::from_u16(http_status)
+                        .ok()
+                        .filter(|status| !status.is_informational())
+                        .unwrap_or(StatusCode::OK);
+                    return json_response(status, &message.to_value());
+                }
+                Some(Outgoing::Notification(message)) if sse_allowed => {
+                    let body =
+                        SseBody::new(sse_event(&message), rx, id, self.config.sse_keep_alive);
+                    return sse_response(body);
+                }
+                // The client accepts only `application/json`: notifications cannot be delivered.
+                Some(Outgoing::Notification(_)) => continue,
+                None => {
+                    let error = handler_gone();
+                    return json_response(
+                        StatusCode::from_u16(validate::http_status(error.code))
+                            .unwrap_or(StatusCode::OK),
+                        &error_response(Some(&id), &error),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Spawns `handler.handle` in its own task. A handler that panics (while building its future or
+/// while running it) drops the sink, which the front answers with `-32603`.
+pub(crate) fn start_handler(
+    handler: &dyn Handler,
+    request: FrontRequest,
+    sink: ResponseSink,
+    span: tracing::Span,
+) {
+    let future = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        handler.handle(request, sink)
+    }));
+    match future {
+        Ok(future) => {
+            tokio::spawn(future.instrument(span));
+        }
+        Err(_) => {
+            tracing::error!(parent: &span, "the handler panicked");
+        }
+    }
+}
+
+/// The error sent when the handler dropped its sink without a final response.
+pub(crate) fn handler_gone() -> ErrorObject {
+    ErrorObject::new(
+        codes::INTERNAL_ERROR,
+        "internal error: the request ended without a response",
+    )
+}
+
+/// `Authorization` → principal (all values, in order, as HTTP would combine them).
+fn principal_of(headers: &HeaderMap) -> Principal {
+    let mut values = headers.get_all(header::AUTHORIZATION).iter();
+    let Some(first) = values.next() else {
+        return Principal::anonymous();
+    };
+    let mut credential = first.as_bytes().to_vec();
+    for value in values {
+        credential.extend_from_slice(b", ");
+        credential.extend_from_slice(value.as_bytes());
+    }
+    Principal::from_credential(&credential)
+}
+
+/// Whether the client takes `text/event-stream` (no `Accept` header: yes).
+fn accepts_event_stream(headers: &HeaderMap) -> bool {
+    let mut values = headers.get_all(header::ACCEPT).iter().peekable();
+    if values.peek().is_none() {
+        return true;
+    }
+    values.any(|value| {
+        String::from_utf8_lossy(value.as_bytes())
+            .split(',')
+            .map(|item| {
+                item.split(';')
+                    .next()
+                    .unwrap_or_default()
+                    .trim()
+                    .to_ascii_lowercase()
+            })
+            .any(|media| media == "text/event-stream" || media == "text/*" || media == "*/*")
+    })
+}
+
+/// Whether an `Origin` value may talk to the front: loopback hosts on any port, or a configured
+/// origin or host.
+pub fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
+    if allowed
+        .iter()
+        .any(|entry| entry == "*" || entry.eq_ignore_ascii_case(origin))
+    {
+        return true;
+    }
+    let Some(host) = origin_host(origin) else {
+        return false;
+    };
+    matches!(host.as_str(), "localhost" | "127.0.0.1" | "[::1]")
+        || allowed
+            .iter()
+            .any(|entry| entry.eq_ignore_ascii_case(&host))
+}
+
+/// The lowercase host of `scheme://host[:port]` (IPv6 keeps its brackets).
+fn origin_host(origin: &str) -> Option<String> {
+    let (_scheme, rest) = origin.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let authority = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    let host = if authority.starts_with('[') {
+        &authority[..=authority.find(']')?]
+    } else {
+        authority.split(':').next()?
+    };
+    (!host.is_empty()).then(|| host.to_ascii_lowercase())
+}
+
+fn sse_event(message: &Message) -> Bytes {
+    Bytes::from(format!("event: message\ndata: {}\n\n", message.to_line()))
+}
+
+fn json_response(status: StatusCode, value: &Value) -> Response<ResponseBody> {
+    let mut response = Response::new(Full::new(Bytes::from(value.to_string())).boxed_unsync());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+fn rejection_response(rejection: &Rejection) -> Response<ResponseBody> {
+    let status = StatusCode::from_u16(rejection.http_status).unwrap_or(StatusCode::BAD_REQUEST);
+    json_response(status, &rejection.to_value())
+}
+
+fn too_large(limit: usize) -> Response<ResponseBody> {
+    let mut response = json_response(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        &error_response(
+            None,
+            &ErrorObject::new(
+                codes::INVALID_REQUEST,
+                format!("request body larger than {limit} bytes"),
+            ),
+        ),
+    );
+    // The rest of the body is not read: the connection cannot be reused.
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+fn text_response(status: StatusCode, text: &'static str) -> Response<ResponseBody> {
+    let mut response = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed_unsync());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+fn empty_response(status: StatusCode) -> Response<ResponseBody> {
+    let mut response = Response::new(Empty::new().boxed_unsync());
+    *response.status_mut() = status;
+    response
+}
+
+fn method_not_allowed(allow: &'static str) -> Response<ResponseBody> {
+    let mut response = empty_response(StatusCode::METHOD_NOT_ALLOWED);
+    response
+        .headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static(allow));
+    response
+}
+
+fn sse_response(body: SseBody) -> Response<ResponseBody> {
+    let mut response = Response::new(body.boxed_unsync());
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+/// An SSE response body: it owns the request's receiver, so dropping the response (client gone)
+/// closes the engine's sink. Ends after the final response; a handler that drops its sink
+/// without one gets a `-32603` error event.
+struct SseBody {
+    first: Option<Bytes>,
+    rx: mpsc::Receiver<Outgoing>,
+    id: Value,
+    keep_alive: Option<(Duration, Pin<Box<tokio::time::Sleep>>)>,
+    done: bool,
+}
+
+impl SseBody {
+    fn new(
+        first: Bytes,
+        rx: mpsc::Receiver<Outgoing>,
+        id: Value,
+        keep_alive: Option<Duration>,
+    ) -> Self {
+        SseBody {
+            first: Some(first),
+            rx,
+            id,
+            keep_alive: keep_alive.map(|period| (period, Box::pin(tokio::time::sleep(period)))),
+            done: false,
+        }
+    }
+
+    fn reset_keep_alive(&mut self) {
+        if let Some((period, sleep)) = &mut self.keep_alive {
+            sleep.as_mut().reset(tokio::time::Instant::now() + *period);
+        }
+    }
+
+    fn data(&mut self, bytes: Bytes) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        self.reset_keep_alive();
+        Poll::Ready(Some(Ok(Frame::data(bytes))))
+    }
+}
+
+impl Body for SseBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let this = self.get_mut();
+        if let Some(first) = this.first.take() {
+            return this.data(first);
+        }
+        if this.done {
+            return Poll::Ready(None);
+        }
+        match this.rx.poll_recv(cx) {
+            Poll::Ready(Some(Outgoing::Notification(message))) => this.data(sse_event(&message)),
+            Poll::Ready(Some(Outgoing::Final { message, .. })) => {
+                this.done = true;
+                this.data(sse_event(&message))
+            }
+            Poll::Ready(None) => {
+                this.done = true;
+                let error = Message::response(this.id.clone(), Err(handler_gone()));
+                this.data(sse_event(&error))
+            }
+            Poll::Pending => {
+                if let Some((period, sleep)) = &mut this.keep_alive {
+                    if sleep.as_mut().poll(cx).is_ready() {
+                        sleep.as_mut().reset(tokio::time::Instant::now() + *period);
+                        return Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(b":\n\n")))));
+                    }
+                }
+                Poll::Pending
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.done && self.first.is_none()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins() {
+        let allowed = vec![
+            "https://app.example.com".to_owned(),
+            "tools.example.org".to_owned(),
+        ];
+        for origin in [
+            "http://localhost",
+            "http://localhost:3000",
+            "https://LOCALHOST:1",
+            "http://127.0.0.1:8080",
+            "http://[::1]:9000",
+            "http://[::1]",
+            "https://app.example.com",
+            "HTTPS://APP.EXAMPLE.COM",
+            "http://tools.example.org:81",
+        ] {
+            assert!(origin_allowed(origin, &allowed), "{origin}");
+        }
+        for origin in [
+            "null",
+            "",
+            "http://evil.example.com",
+            "http://localhost.evil.com",
+            "http://127.0.0.1.evil.com",
+            "http://evil.com#@localhost",
+            "https://app.example.com:8443",
+            "http://[::2]",
+            "localhost",
+            "file://",
+        ] {
+            assert!(!origin_allowed(origin, &allowed), "{origin}");
+        }
+        assert!(origin_allowed("http://anything", &["*".to_owned()]));
+    }
+
+    #[test]
+    fn accept_headers() {
+        let headers = |values: &[&str]| {
+            let mut map = HeaderMap::new();
+            for value in values {
+                map.append(header::ACCEPT, HeaderValue::from_str(value).unwrap());
+            }
+            map
+        };
+        assert!(accepts_event_stream(&headers(&[])));
+        assert!(accepts_event_stream(&headers(&[
+            "application/json, text/event-stream"
+        ])));
+        assert!(accepts_event_stream(&headers(&[
+            "application/json",
+            "*/*;q=0.1"
+        ])));
+        assert!(accepts_event_stream(&headers(&["Text/Event-Stream; q=1"])));
+        assert!(!accepts_event_stream(&headers(&["application/json"])));
+    }
+
+    #[test]
+    fn principals_follow_authorization() {
+        let mut headers = HeaderMap::new();
+        assert_eq!(principal_of(&headers), Principal::anonymous());
+        headers.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer a"));
+        assert_eq!(
+            principal_of(&headers),
+            Principal::from_credential(b"Bearer a")
+        );
+        headers.append(header::AUTHORIZATION, HeaderValue::from_static("Bearer b"));
+        assert_ne!(
+            principal_of(&headers),
+            Principal::from_credential(b"Bearer a")
+        );
+    }
+}

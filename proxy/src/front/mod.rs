@@ -6,7 +6,13 @@
 //! response. On HTTP the first item decides the response mode: a final response alone is sent as
 //! `application/json` (with its HTTP status), a notification first opens an SSE stream — after
 //! which no HTTP status can change any more ([`ResponseSink::started`]).
+//!
+//! The engine plugs in through [`Handler`]: both fronts validate a message
+//! ([`validate::validate`]), then spawn one task per request running [`Handler::handle`], and
+//! forward what it writes to the sink until the final response. Dropping the receiving end (client
+//! disconnect on HTTP, `notifications/cancelled` on stdio) makes [`ResponseSink::closed`] resolve.
 
+use futures_util::future::BoxFuture;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -15,6 +21,20 @@ use crate::jsonrpc::{ErrorObject, Message};
 pub mod http;
 pub mod stdio;
 pub mod validate;
+
+/// How many outgoing items one request may have queued before the engine waits.
+pub const SINK_CAPACITY: usize = 64;
+
+/// The engine as the fronts see it.
+pub trait Handler: Send + Sync + 'static {
+    /// Serves one validated request: zero or more notifications, then one final response, all
+    /// through `sink`. Each call runs in its own task. Dropping the sink without a final
+    /// response makes the front answer `-32603`.
+    fn handle(&self, request: FrontRequest, sink: ResponseSink) -> BoxFuture<'static, ()>;
+
+    /// Whether the engine can serve requests (`GET /healthz` answers 200 or 503).
+    fn is_ready(&self) -> bool;
+}
 
 /// Who is calling: derived from the `Authorization` header (HTTP) so that a `requestState` minted
 /// for one caller is refused for another. It is a digest, never the credential itself.

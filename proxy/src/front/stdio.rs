@@ -1,1 +1,398 @@
 //! The stdio front (2026-07-28): newline-delimited JSON-RPC on the proxy's stdin/stdout.
+//!
+//! - Each line is one message. Requests are validated (no headers on stdio) and run
+//!   concurrently, one handler task each; one writer task serialises everything that goes out,
+//!   one JSON object per line, so notifications and final responses of different requests
+//!   interleave but never mix within a line.
+//! - `notifications/cancelled {requestId}` drops that request's receiver (the engine's
+//!   [`super::ResponseSink::closed`] resolves) and nothing more is written for it.
+//! - Unreadable lines get a JSON-RPC error without an `id` (2026-07-28's `RequestId` cannot be
+//!   `null`); invalid requests get their error with their id; invalid notifications and
+//!   responses from the client are logged and dropped (notifications are never answered).
+//! - EOF on stdin stops reading; requests in flight still finish unless `shutdown` is cancelled,
+//!   which stops everything at once.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::Instrument as _;
+
+use super::http::{handler_gone, start_handler};
+use super::validate::{self, error_response, Rejection, Validated};
+use super::{Handler, Outgoing, Principal, ResponseSink, SINK_CAPACITY};
+use crate::jsonrpc::{codes, ErrorObject, Message};
+
+/// Longer lines are refused (`-32600`) and skipped.
+pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
+
+/// How long queued output may take to drain once everything else has stopped.
+const WRITER_DRAIN: Duration = Duration::from_secs(5);
+
+/// Serves the stdio front until stdin ends (then waits for requests in flight) or `shutdown` is
+/// cancelled (then drops them). Errors: reading stdin, or writing stdout.
+pub async fn serve_stdio<R, W>(
+    mut reader: R,
+    writer: W,
+    handler: Arc<dyn Handler>,
+    shutdown: CancellationToken,
+) -> std::io::Result<()>
+where
+    R: AsyncBufRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    // Cancelled by `shutdown`, and by a failed write: nobody is listening any more.
+    let stop = shutdown.child_token();
+    let (lines, line_rx) = mpsc::channel::<String>(256);
+    let writer_task = tokio::spawn(write_lines(writer, line_rx, stop.clone()));
+    let in_flight: InFlightTable = Arc::default();
+    let forwarders = TaskTracker::new();
+    let mut generation = 0u64;
+    let mut buffer = Vec::new();
+
+    let read_result = loop {
+        let line = tokio::select! {
+            biased;
+            () = stop.cancelled() => break Ok(()),
+            line = read_line(&mut reader, &mut buffer, MAX_LINE_BYTES) => line,
+        };
+        let outgoing = match line {
+            Err(error) => break Err(error),
+            Ok(Line::Eof) => break Ok(()),
+            Ok(Line::TooLong) => Some(error_response(
+                None,
+                &ErrorObject::new(
+                    codes::INVALID_REQUEST,
+                    format!("line longer than {MAX_LINE_BYTES} bytes"),
+                ),
+            )),
+            Ok(Line::Complete) => {
+                let text = buffer.strip_suffix(b"\r").unwrap_or(&buffer);
+                if text.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                match Message::parse(text) {
+                    Err(error) => Some(Rejection::unreadable(&error).to_value()),
+                    Ok(message) => {
+                        let context = Context {
+                            handler: handler.as_ref(),
+                            lines: &lines,
+                            in_flight: &in_flight,
+                            forwarders: &forwarders,
+                            stop: &stop,
+                        };
+                        generation += 1;
+                        context.accept(message, generation)
+                    }
+                }
+            }
+        };
+        if let Some(value) = outgoing {
+            if lines.send(line_of(&value)).await.is_err() {
+                break Ok(());
+            }
+        }
+    };
+
+    drop(lines);
+    forwarders.close();
+    if read_result.is_ok() {
+        tokio::select! {
+            () = forwarders.wait() => {}
+            () = stop.cancelled() => {}
+        }
+    }
+    // Whatever is still running is dropped: its receivers close, nothing more is written.
+    stop.cancel();
+    forwarders.wait().await;
+    let write_result = match tokio::time::timeout(WRITER_DRAIN, writer_task).await {
+        Ok(Ok(result)) => result,
+        Ok(Err(join_error)) => Err(std::io::Error::other(join_error)),
+        Err(_) => Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "stdout did not drain",
+        )),
+    };
+    read_result.and(write_result)
+}
+
+/// Requests in flight by id (canonical JSON of the id: `1` and `"1"` differ).
+type InFlightTable = Arc<Mutex<HashMap<String, InFlight>>>;
+
+struct InFlight {
+    /// Tells a finished forwarder's entry from a newer request that reused the id.
+    generation: u64,
+    cancel: CancellationToken,
+}
+
+fn lock(table: &InFlightTable) -> std::sync::MutexGuard<'_, HashMap<String, InFlight>> {
+    table.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn id_key(id: &Value) -> String {
+    id.to_string()
+}
+
+fn line_of(value: &Value) -> String {
+    let mut line = value.to_string();
+    line.push('\n');
+    line
+}
+
+struct Context<'a> {
+    handler: &'a dyn Handler,
+    lines: &'a mpsc::Sender<String>,
+    in_flight: &'a InFlightTable,
+    forwarders: &'a TaskTracker,
+    stop: &'a CancellationToken,
+}
+
+impl Context<'_> {
+    /// Handles one parsed message; returns the error to write, if any.
+    fn accept(&self, message: Message, generation: u64) -> Option<Value> {
+        let validated = match validate::validate(&message, None, Principal::anonymous()) {
+            Ok(validated) => validated,
+            Err(rejection) if matches!(message, Message::Request { .. }) => {
+                tracing::debug!(code = rejection.error.code, message = %rejection.error.message, "rejected a request");
+                return Some(rejection.to_value());
+            }
+            Err(rejection) => {
+                tracing::warn!(message = %rejection.error.message, "ignored a client message");
+                return None;
+            }
+        };
+        match validated {
+            Validated::Cancelled { request_id, reason } => {
+                let entry = lock(self.in_flight).remove(&id_key(&request_id));
+                match entry {
+                    Some(entry) => {
+                        tracing::debug!(id = %request_id, reason = reason.as_deref().unwrap_or(""), "request cancelled");
+                        entry.cancel.cancel();
+                    }
+                    None => {
+                        tracing::debug!(id = %request_id, "cancellation for no request in flight")
+                    }
+                }
+                None
+            }
+            Validated::OtherNotification { method } => {
+                tracing::debug!(%method, "ignored a notification");
+                None
+            }
+            Validated::Request(request) => {
+                let id = request.id.clone();
+                let key = id_key(&id);
+                let cancel = self.stop.child_token();
+                {
+                    let mut table = lock(self.in_flight);
+                    if table.contains_key(&key) {
+                        return Some(error_response(
+                            Some(&id),
+                            &ErrorObject::new(
+                                codes::INVALID_REQUEST,
+                                "a request with this id is already in flight",
+                            ),
+                        ));
+                    }
+                    table.insert(
+                        key.clone(),
+                        InFlight {
+                            generation,
+                            cancel: cancel.clone(),
+                        },
+                    );
+                }
+                let span = tracing::info_span!(
+                    "request",
+                    method = %request.method,
+                    id = %request.id,
+                );
+                let (tx, rx) = mpsc::channel(SINK_CAPACITY);
+                start_handler(self.handler, request, ResponseSink::new(tx), span.clone());
+                let forwarder = Forwarder {
+                    rx,
+                    id,
+                    key,
+                    generation,
+                    lines: self.lines.clone(),
+                    cancel,
+                    in_flight: self.in_flight.clone(),
+                };
+                self.forwarders.spawn(forwarder.run().instrument(span));
+                None
+            }
+        }
+    }
+}
+
+/// Copies one request's outgoing items to the shared line channel, until its final response or
+/// its cancellation.
+struct Forwarder {
+    rx: mpsc::Receiver<Outgoing>,
+    id: Value,
+    key: String,
+    generation: u64,
+    lines: mpsc::Sender<String>,
+    cancel: CancellationToken,
+    in_flight: InFlightTable,
+}
+
+impl Forwarder {
+    async fn run(mut self) {
+        loop {
+            let item = tokio::select! {
+                biased;
+                () = self.cancel.cancelled() => break,
+                item = self.rx.recv() => item,
+            };
+            let (message, last) = match item {
+                Some(Outgoing::Notification(message)) => (message, false),
+                Some(Outgoing::Final { message, .. }) => (message, true),
+                None => (
+                    Message::response(self.id.clone(), Err(handler_gone())),
+                    true,
+                ),
+            };
+            if last {
+                // Before the final line goes out, so the client may reuse the id at once.
+                self.forget();
+            }
+            let sent = tokio::select! {
+                biased;
+                () = self.cancel.cancelled() => false,
+                sent = self.lines.send(line_of(&message.to_value())) => sent.is_ok(),
+            };
+            if !sent || last {
+                break;
+            }
+        }
+        self.forget();
+        // Dropping `self.rx` here closes the engine's sink.
+    }
+
+    fn forget(&self) {
+        let mut table = lock(&self.in_flight);
+        if table
+            .get(&self.key)
+            .is_some_and(|entry| entry.generation == self.generation)
+        {
+            table.remove(&self.key);
+        }
+    }
+}
+
+/// The single writer: one line per message, flushed whenever the queue runs empty.
+async fn write_lines<W>(
+    mut writer: W,
+    mut lines: mpsc::Receiver<String>,
+    stop: CancellationToken,
+) -> std::io::Result<()>
+where
+    W: AsyncWrite + Unpin,
+{
+    let result = async {
+        while let Some(line) = lines.recv().await {
+            writer.write_all(line.as_bytes()).await?;
+            while let Ok(line) = lines.try_recv() {
+                writer.write_all(line.as_bytes()).await?;
+            }
+            writer.flush().await?;
+        }
+        writer.flush().await
+    }
+    .await;
+    if let Err(error) = &result {
+        tracing::warn!(%error, "writing to stdout failed");
+        stop.cancel();
+    }
+    result
+}
+
+enum Line {
+    /// `buffer` holds the line, without its `\n`.
+    Complete,
+    /// The line exceeded the limit; it was skipped up to its `\n`.
+    TooLong,
+    Eof,
+}
+
+/// Reads one `\n`-terminated line (or the last, unterminated one) into `buffer`, keeping at most
+/// `max` bytes in memory.
+async fn read_line<R>(reader: &mut R, buffer: &mut Vec<u8>, max: usize) -> std::io::Result<Line>
+where
+    R: AsyncBufRead + Unpin,
+{
+    buffer.clear();
+    let mut too_long = false;
+    let mut seen_any = false;
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(match (seen_any, too_long) {
+                (false, _) => Line::Eof,
+                (true, true) => Line::TooLong,
+                (true, false) => Line::Complete,
+            });
+        }
+        seen_any = true;
+        let newline = available.iter().position(|&byte| byte == b'\n');
+        let chunk = &available[..newline.unwrap_or(available.len())];
+        if !too_long {
+            if buffer.len() + chunk.len() > max {
+                too_long = true;
+                buffer.clear();
+            } else {
+                buffer.extend_from_slice(chunk);
+            }
+        }
+        let consumed = newline.map_or(available.len(), |at| at + 1);
+        reader.consume(consumed);
+        if newline.is_some() {
+            return Ok(if too_long {
+                Line::TooLong
+            } else {
+                Line::Complete
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn lines_of(input: &[u8], max: usize) -> Vec<Result<String, &'static str>> {
+        let mut reader = tokio::io::BufReader::with_capacity(4, input);
+        let mut buffer = Vec::new();
+        let mut out = Vec::new();
+        loop {
+            match read_line(&mut reader, &mut buffer, max).await.unwrap() {
+                Line::Eof => return out,
+                Line::TooLong => out.push(Err("too long")),
+                Line::Complete => out.push(Ok(String::from_utf8(buffer.clone()).unwrap())),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn lines_are_split_and_bounded() {
+        assert_eq!(
+            lines_of(b"ab\n\ncdefgh\nij\r\nklm", 5).await,
+            vec![
+                Ok("ab".into()),
+                Ok("".into()),
+                Err("too long"),
+                Ok("ij\r".into()),
+                Ok("klm".into())
+            ]
+        );
+        assert_eq!(lines_of(b"", 5).await, vec![]);
+        assert_eq!(lines_of(b"abcdefgh", 5).await, vec![Err("too long")]);
+        assert_eq!(lines_of(b"abcde\n", 5).await, vec![Ok("abcde".into())]);
+    }
+}

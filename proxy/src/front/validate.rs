@@ -1,10 +1,151 @@
-//! Front request validation (2026-07-28 Streamable HTTP and `_meta` rules).
+//! Front request validation: 2026-07-28 methods, the required `_meta` keys, the protocol version
+//! and, on Streamable HTTP, the mirrored request headers (`MCP-Protocol-Version`, `Mcp-Method`,
+//! `Mcp-Name`).
+//!
+//! Everything here is decided before the engine sees the request, so on HTTP every rejection is
+//! still a plain JSON response with its own status (400, 404), never an SSE event.
+//!
+//! Order of the checks (the first failure wins):
+//! 1. the message is a request or a notification (a response from the client is `-32600`);
+//! 2. the method is a 2026-07-28 `ClientRequest` (else 404 / `-32601`; a legacy-shaped
+//!    `initialize` gets 400 / `-32022` naming the supported versions);
+//! 3. `params` is an object whose `_meta` has a string protocol version and an object of client
+//!    capabilities (else 400 / `-32602` naming the key);
+//! 4. HTTP: `MCP-Protocol-Version` is present and equals the `_meta` version (else `-32020`). This
+//!    comes before the version check so that a header that disagrees with the body is reported as
+//!    a mismatch even when the body's version is also unsupported;
+//! 5. the version is `2026-07-28` (else 400 / `-32022` with `data {supported, requested}`);
+//! 6. HTTP: `Mcp-Method` equals the method, `Mcp-Name` (base64 sentinel form decoded) equals
+//!    `params.name` / `params.uri` (else 400 / `-32020`);
+//! 7. `_meta` log level and progress token have valid types, `tools/call` / `prompts/get` carry a
+//!    string `name`, `resources/read` a string `uri` (else 400 / `-32602`).
 
-use crate::jsonrpc::codes;
+use base64::Engine as _;
+use serde_json::{json, Map, Value};
+
+use super::{FrontRequest, Principal};
+use crate::jsonrpc::{codes, ErrorObject, Message, ParseError};
+
+/// The protocol version the front speaks.
+pub const PROTOCOL_VERSION: &str = "2026-07-28";
+
+/// What `UnsupportedProtocolVersionError.data.supported` lists.
+pub const SUPPORTED_VERSIONS: [&str; 1] = [PROTOCOL_VERSION];
+
+/// The 2026-07-28 `ClientRequest` methods.
+pub const CLIENT_REQUEST_METHODS: [&str; 10] = [
+    "server/discover",
+    "completion/complete",
+    "prompts/get",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "subscriptions/listen",
+    "tools/call",
+    "tools/list",
+];
+
+/// The `LoggingLevel` values.
+pub const LOG_LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+/// The reserved request `_meta` keys the front reads.
+pub mod meta_keys {
+    pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+    pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+    pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+    pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+    pub const PROGRESS_TOKEN: &str = "progressToken";
+}
+
+/// The request headers Streamable HTTP mirrors from the body (names are case-insensitive).
+pub mod header_names {
+    pub const MCP_PROTOCOL_VERSION: &str = "mcp-protocol-version";
+    pub const MCP_METHOD: &str = "mcp-method";
+    pub const MCP_NAME: &str = "mcp-name";
+}
+
+/// The only client notification 2026-07-28 defines.
+pub const CANCELLED: &str = "notifications/cancelled";
+
+/// A message that passed validation.
+#[derive(Debug, Clone)]
+pub enum Validated {
+    /// A request for the engine.
+    Request(FrontRequest),
+    /// `notifications/cancelled` (meaningful on stdio; on HTTP closing the stream cancels).
+    Cancelled {
+        request_id: Value,
+        reason: Option<String>,
+    },
+    /// Any other notification. 2026-07-28 defines none, and notifications are never answered,
+    /// so the fronts ignore it (HTTP still answers 202).
+    OtherNotification { method: String },
+}
+
+/// Why a message was refused, and how to say so.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rejection {
+    /// The request id; `None` when there is none to echo (unreadable messages, notifications,
+    /// transport-level refusals). The error response then has no `id` member: 2026-07-28's
+    /// `RequestId` is a string or an integer, never `null`.
+    pub id: Option<Value>,
+    pub error: ErrorObject,
+    /// The HTTP status of the plain JSON response carrying the error.
+    pub http_status: u16,
+}
+
+impl Rejection {
+    pub fn new(id: Option<Value>, error: ErrorObject, http_status: u16) -> Self {
+        Rejection {
+            id,
+            error,
+            http_status,
+        }
+    }
+
+    /// A message that could not be read at all (400; `-32700` or `-32600`, no id).
+    pub fn unreadable(error: &ParseError) -> Self {
+        Rejection::new(None, error.to_error(), 400)
+    }
+
+    /// The JSON-RPC error response (`JSONRPCErrorResponse`).
+    pub fn to_value(&self) -> Value {
+        error_response(self.id.as_ref(), &self.error)
+    }
+}
+
+/// A JSON-RPC error response; `id` is left out when `None` (or `null`).
+pub fn error_response(id: Option<&Value>, error: &ErrorObject) -> Value {
+    let mut object = Map::new();
+    object.insert("jsonrpc".into(), "2.0".into());
+    if let Some(id) = id.filter(|id| !id.is_null()) {
+        object.insert("id".into(), id.clone());
+    }
+    object.insert("error".into(), error.to_value());
+    Value::Object(object)
+}
 
 /// The HTTP status of a JSON-RPC error sent as a plain JSON response.
+///
+/// `-32700`/`-32600` (unreadable message) and the three 2026-07-28 codes are 400, `-32601` is
+/// 404. Everything else, `-32602` and `-32603` included, is 200 with the error in the body: the
+/// spec fixes no status for them, and a dual-era client that sees a 4xx without one of the
+/// recognised modern errors concludes the server is legacy and falls back to `initialize`.
+/// The front's own `-32602` rejections (malformed `_meta`, missing `name`) are 400 through
+/// [`Rejection::http_status`], as the spec requires for a missing `_meta` key.
 pub fn http_status(code: i64) -> u16 {
     match code {
+        codes::PARSE_ERROR | codes::INVALID_REQUEST => 400,
         codes::HEADER_MISMATCH
         | codes::MISSING_REQUIRED_CLIENT_CAPABILITY
         | codes::UNSUPPORTED_PROTOCOL_VERSION => 400,
@@ -12,3 +153,310 @@ pub fn http_status(code: i64) -> u16 {
         _ => 200,
     }
 }
+
+/// Validates one client message. `headers` is `Some` on Streamable HTTP (the mirrored headers are
+/// then required), `None` on stdio. `principal` is recorded in the [`FrontRequest`].
+pub fn validate(
+    message: &Message,
+    headers: Option<&http::HeaderMap>,
+    principal: Principal,
+) -> Result<Validated, Rejection> {
+    match message {
+        Message::Request { id, method, params } => {
+            validate_request(id, method, params.as_ref(), headers, principal)
+        }
+        Message::Notification { method, params } => validate_notification(method, params.as_ref()),
+        Message::Response { .. } => Err(Rejection::new(
+            None,
+            ErrorObject::new(
+                codes::INVALID_REQUEST,
+                "unexpected JSON-RPC response: a 2026-07-28 server sends no requests",
+            ),
+            400,
+        )),
+    }
+}
+
+fn validate_notification(method: &str, params: Option<&Value>) -> Result<Validated, Rejection> {
+    if method != CANCELLED {
+        return Ok(Validated::OtherNotification {
+            method: method.to_owned(),
+        });
+    }
+    let invalid = |message: &str| {
+        Rejection::new(
+            None,
+            ErrorObject::new(codes::INVALID_PARAMS, message.to_owned()),
+            400,
+        )
+    };
+    let params = params
+        .and_then(Value::as_object)
+        .ok_or_else(|| invalid("`notifications/cancelled` needs a `params` object"))?;
+    let request_id = params
+        .get("requestId")
+        .filter(|id| is_request_id(id))
+        .ok_or_else(|| {
+            invalid("`notifications/cancelled` needs `params.requestId` (a string or an integer)")
+        })?;
+    Ok(Validated::Cancelled {
+        request_id: request_id.clone(),
+        reason: params
+            .get("reason")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    })
+}
+
+fn is_request_id(id: &Value) -> bool {
+    id.is_string() || id.is_i64() || id.is_u64()
+}
+
+fn validate_request(
+    id: &Value,
+    method: &str,
+    params: Option<&Value>,
+    headers: Option<&http::HeaderMap>,
+    principal: Principal,
+) -> Result<Validated, Rejection> {
+    let reject = |error: ErrorObject, status: u16| Rejection::new(Some(id.clone()), error, status);
+    let invalid_params =
+        |message: String| reject(ErrorObject::new(codes::INVALID_PARAMS, message), 400);
+    let mismatch = |message: String| reject(ErrorObject::new(codes::HEADER_MISMATCH, message), 400);
+
+    // 1. Method.
+    if !CLIENT_REQUEST_METHODS.contains(&method) {
+        return Err(unknown_method(method, params, reject));
+    }
+
+    // 2. `params._meta`.
+    let params_object = match params {
+        None => {
+            return Err(invalid_params(
+                "missing `params` (it must carry `_meta`)".into(),
+            ))
+        }
+        Some(Value::Object(object)) => object,
+        Some(_) => return Err(invalid_params("`params` must be an object".into())),
+    };
+    let meta = match params_object.get("_meta") {
+        None => return Err(invalid_params("missing `params._meta`".into())),
+        Some(Value::Object(meta)) => meta,
+        Some(_) => return Err(invalid_params("`params._meta` must be an object".into())),
+    };
+    let version = match meta.get(meta_keys::PROTOCOL_VERSION) {
+        None => {
+            return Err(invalid_params(format!(
+                "missing `_meta[\"{}\"]`",
+                meta_keys::PROTOCOL_VERSION
+            )))
+        }
+        Some(Value::String(version)) => version.as_str(),
+        Some(_) => {
+            return Err(invalid_params(format!(
+                "`_meta[\"{}\"]` must be a string",
+                meta_keys::PROTOCOL_VERSION
+            )))
+        }
+    };
+    let client_capabilities = match meta.get(meta_keys::CLIENT_CAPABILITIES) {
+        None => {
+            return Err(invalid_params(format!(
+                "missing `_meta[\"{}\"]`",
+                meta_keys::CLIENT_CAPABILITIES
+            )))
+        }
+        Some(capabilities @ Value::Object(_)) => capabilities,
+        Some(_) => {
+            return Err(invalid_params(format!(
+                "`_meta[\"{}\"]` must be an object",
+                meta_keys::CLIENT_CAPABILITIES
+            )))
+        }
+    };
+
+    // 3. `MCP-Protocol-Version` header = `_meta` version (HTTP).
+    if let Some(headers) = headers {
+        let header = single_header(
+            headers,
+            header_names::MCP_PROTOCOL_VERSION,
+            "MCP-Protocol-Version",
+        )
+        .map_err(mismatch)?;
+        if header != version {
+            return Err(mismatch(format!(
+                "`MCP-Protocol-Version` header `{header}` does not match `_meta` protocol version `{version}`"
+            )));
+        }
+    }
+
+    // 4. Version.
+    if version != PROTOCOL_VERSION {
+        return Err(reject(unsupported_version(version), 400));
+    }
+
+    // 5. `Mcp-Method` and `Mcp-Name` (HTTP).
+    let name_key = match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        _ => None,
+    };
+    if let Some(headers) = headers {
+        let header =
+            single_header(headers, header_names::MCP_METHOD, "Mcp-Method").map_err(mismatch)?;
+        if header != method {
+            return Err(mismatch(format!(
+                "`Mcp-Method` header `{header}` does not match body method `{method}`"
+            )));
+        }
+        // A body without a string name/uri is refused below with -32602.
+        if let Some(body_name) = name_key.and_then(|key| params_object.get(key)?.as_str()) {
+            let header =
+                single_header(headers, header_names::MCP_NAME, "Mcp-Name").map_err(mismatch)?;
+            let decoded = decode_header_value(header)
+                .map_err(|problem| mismatch(format!("`Mcp-Name` header {problem}")))?;
+            if decoded != body_name {
+                return Err(mismatch(format!(
+                    "`Mcp-Name` header `{}` does not match body `params.{}` `{}`",
+                    decoded.escape_debug(),
+                    name_key.unwrap_or_default(),
+                    body_name.escape_debug()
+                )));
+            }
+        }
+    }
+
+    // 6. Remaining `_meta` and `params` types.
+    let log_level = match meta.get(meta_keys::LOG_LEVEL) {
+        None => None,
+        Some(Value::String(level)) if LOG_LEVELS.contains(&level.as_str()) => Some(level.clone()),
+        Some(_) => {
+            return Err(invalid_params(format!(
+                "`_meta[\"{}\"]` must be one of {}",
+                meta_keys::LOG_LEVEL,
+                LOG_LEVELS.join(", ")
+            )))
+        }
+    };
+    let progress_token = match meta.get(meta_keys::PROGRESS_TOKEN) {
+        None => None,
+        Some(token @ (Value::String(_) | Value::Number(_))) => Some(token.clone()),
+        Some(_) => {
+            return Err(invalid_params(
+                "`_meta.progressToken` must be a string or a number".into(),
+            ))
+        }
+    };
+    if let Some(key) = name_key {
+        match params_object.get(key) {
+            Some(Value::String(_)) => {}
+            None => return Err(invalid_params(format!("`{method}` needs `params.{key}`"))),
+            Some(_) => return Err(invalid_params(format!("`params.{key}` must be a string"))),
+        }
+    }
+
+    Ok(Validated::Request(FrontRequest {
+        id: id.clone(),
+        method: method.to_owned(),
+        params: Value::Object(params_object.clone()),
+        client_capabilities: client_capabilities.clone(),
+        client_info: meta
+            .get(meta_keys::CLIENT_INFO)
+            .filter(|info| info.is_object())
+            .cloned(),
+        log_level,
+        progress_token,
+        principal,
+    }))
+}
+
+/// `-32601` for anything outside the 2026-07-28 request set; a legacy `initialize` (one that
+/// carries `params.protocolVersion`) gets `-32022` naming the supported versions instead, so a
+/// legacy client can tell its user why. Both name the supported versions.
+fn unknown_method(
+    method: &str,
+    params: Option<&Value>,
+    reject: impl Fn(ErrorObject, u16) -> Rejection,
+) -> Rejection {
+    if method == "initialize" {
+        if let Some(requested) = params
+            .and_then(|params| params.get("protocolVersion"))
+            .and_then(Value::as_str)
+        {
+            return reject(unsupported_version(requested), 400);
+        }
+        return reject(
+            ErrorObject::new(
+                codes::METHOD_NOT_FOUND,
+                format!(
+                    "method not found: `initialize` does not exist in MCP {PROTOCOL_VERSION}; \
+                     send requests with `_meta` instead (supported versions: {})",
+                    SUPPORTED_VERSIONS.join(", ")
+                ),
+            )
+            .with_data(json!({ "supported": SUPPORTED_VERSIONS })),
+            404,
+        );
+    }
+    reject(
+        ErrorObject::new(
+            codes::METHOD_NOT_FOUND,
+            format!("method not found: `{}`", method.escape_debug()),
+        ),
+        404,
+    )
+}
+
+fn unsupported_version(requested: &str) -> ErrorObject {
+    ErrorObject::new(
+        codes::UNSUPPORTED_PROTOCOL_VERSION,
+        format!(
+            "unsupported protocol version `{}` (supported: {})",
+            requested.escape_debug(),
+            SUPPORTED_VERSIONS.join(", ")
+        ),
+    )
+    .with_data(json!({ "supported": SUPPORTED_VERSIONS, "requested": requested }))
+}
+
+/// The one value of a header, surrounding whitespace removed. Missing, repeated, or not visible
+/// ASCII is an error message naming the header.
+fn single_header<'a>(
+    headers: &'a http::HeaderMap,
+    name: &str,
+    display: &str,
+) -> Result<&'a str, String> {
+    let mut values = headers.get_all(name).iter();
+    let Some(value) = values.next() else {
+        return Err(format!("missing `{display}` header"));
+    };
+    if values.next().is_some() {
+        return Err(format!("`{display}` header is repeated"));
+    }
+    let value = value.to_str().map_err(|_| {
+        format!("`{display}` header contains invalid characters (use the `=?base64?…?=` form)")
+    })?;
+    Ok(value.trim_matches([' ', '\t']))
+}
+
+/// Decodes a header value that may use the `=?base64?{value}?=` sentinel form (standard alphabet,
+/// padded, UTF-8 inside). A value without both markers is taken literally.
+pub fn decode_header_value(value: &str) -> Result<std::borrow::Cow<'_, str>, String> {
+    const PREFIX: &str = "=?base64?";
+    const SUFFIX: &str = "?=";
+    let Some(encoded) = value
+        .strip_prefix(PREFIX)
+        .and_then(|rest| rest.strip_suffix(SUFFIX))
+    else {
+        return Ok(std::borrow::Cow::Borrowed(value));
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .map_err(|error| format!("is not valid base64 ({error})"))?;
+    String::from_utf8(bytes)
+        .map(std::borrow::Cow::Owned)
+        .map_err(|_| "decodes to bytes that are not UTF-8".to_owned())
+}
+
+#[cfg(test)]
+mod tests;
