@@ -151,18 +151,19 @@ section "findings (separate, untimed runs)"
     sed -n 's/.*scannedFileCount=\([0-9]*\).*/\1/p' > "$WORK/ast-grep-files.txt" || true
 rg -c -F -g '*.rs' -g Cargo.toml -f "$WORK/triggers.txt" "$TREE" > "$WORK/findings-rg.txt"
 RG_FILES_SEARCHED=$(rg --files -g '*.rs' -g Cargo.toml "$TREE" | wc -l)
-python3 - "$WORK" "$RG_FILES_SEARCHED" <<'EOF'
+python3 - "$WORK" "$RG_FILES_SEARCHED" "$RS_FILES" <<'EOF'
 import collections, json, sys
-work, rg_searched = sys.argv[1], int(sys.argv[2])
+work, rg_searched, rs_files = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 lint = json.load(open(f"{work}/findings-lint.json"))
 nopre = json.load(open(f"{work}/findings-lint-noprefilter.json"))
 sg = [json.loads(line) for line in open(f"{work}/findings-ast-grep.jsonl") if line.strip()]
 rg = [line.rsplit(":", 1) for line in open(f"{work}/findings-rg.txt") if line.strip()]
 sg_files = open(f"{work}/ast-grep-files.txt").read().strip() or "?"
 s = lint["summary"]
-parsed = s["files_scanned"] - s["files_skipped_by_prefilter"]
+parsed = rs_files - s["files_skipped_by_prefilter"]
 print(f"cargo-mcp-lint: {len(lint['diagnostics'])} findings; {s['files_scanned']} files "
-      f"(.rs + Cargo.toml), {s['files_skipped_by_prefilter']} skipped by the pre-filter, {parsed} parsed")
+      f"({rs_files} .rs + Cargo.toml); of the .rs files {s['files_skipped_by_prefilter']} skipped "
+      f"by the pre-filter, {parsed} parsed with syn")
 print("   ", dict(collections.Counter(d["name"] for d in lint["diagnostics"]).most_common()))
 print(f"cargo-mcp-lint --no-prefilter: {len(nopre['diagnostics'])} findings")
 key = lambda d: (d["path"], d["line"], d["column"], d["name"])
