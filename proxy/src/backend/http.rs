@@ -1,47 +1,812 @@
 //! Lanes over legacy Streamable HTTP: one `Mcp-Session-Id` session per lane.
+//!
+//! - `initialize` is POSTed without a session; the `Mcp-Session-Id` of its response is sent on
+//!   every later message, with `MCP-Protocol-Version` (2025-06-18 and later).
+//! - Each of our requests is its own POST. The response is `application/json` (one message or a
+//!   batch) or `text/event-stream` (server requests, notifications, then our response). Every
+//!   message of either kind goes through the lane's router (`LaneCore::handle`). If an SSE
+//!   response ends before our response arrived and the stream had event ids, the lane resumes it
+//!   with `GET` + `Last-Event-ID`: after the server's `retry` delay when the server closed the
+//!   stream (SEP-1699 polling, T18), at once when the connection broke. A server that cannot be
+//!   reached any more fails the call with `Crashed` and kills the lane.
+//! - The standalone `GET` stream is opened right after `initialize` and kept open (reconnecting
+//!   with `Last-Event-ID`; `405` means the server offers none). rmcp 2.x sends every server
+//!   request and log notification there.
+//! - Our responses and notifications are POSTed too; the server answers `202`.
+//! - `404` means the session expired: the lane re-initializes (a new session, same profile) and
+//!   every call in flight on the old session fails with [`BackendError::Crashed`].
+//! - `shutdown` DELETEs the session.
 
-use serde_json::Value;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
+use bytes::Bytes;
+use http::header::{ACCEPT, CONTENT_TYPE};
+use http::{Method, Request, StatusCode, Uri};
+use http_body_util::{BodyExt as _, Full};
+use hyper::body::Incoming;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tracing::Instrument as _;
+
+use super::lane_core::{LaneCore, Outbound};
+use super::sse::SseParser;
 use super::{BackendError, Initialized, PendingCall};
-use crate::jsonrpc::ErrorObject;
+use crate::jsonrpc::{ErrorObject, Message};
 
-#[derive(Debug)]
+/// TCP connection establishment; a legacy server that is down fails fast.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long `shutdown` waits for the `DELETE`.
+const DELETE_TIMEOUT: Duration = Duration::from_secs(2);
+/// Reconnection delay when the server gave no `retry`.
+const DEFAULT_RETRY: Duration = Duration::from_millis(500);
+/// The longest reconnection delay (the server's `retry` and our backoff are capped to it).
+const MAX_RETRY: Duration = Duration::from_secs(10);
+/// Resumption attempts in a row that bring nothing before a call's stream is given up.
+const MAX_IDLE_RESUMES: u32 = 3;
+/// Largest `application/json` body read.
+const MAX_JSON_BODY: usize = 64 * 1024 * 1024;
+
+const SESSION_HEADER: &str = "mcp-session-id";
+const VERSION_HEADER: &str = "mcp-protocol-version";
+const LAST_EVENT_ID: &str = "last-event-id";
+
+type HttpClient = Client<HttpConnector, Full<Bytes>>;
+
+/// How an SSE response ended, for resuming it.
+#[derive(Debug, Clone)]
+struct StreamEnd {
+    last_event_id: String,
+    retry: Duration,
+    /// The body ended normally (the server closed the stream) rather than breaking.
+    clean: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Session {
+    id: Option<String>,
+    /// Bumped at every re-initialization.
+    epoch: u64,
+    /// The negotiated protocol version (decides the `MCP-Protocol-Version` header); `None`
+    /// until `initialize` was answered.
+    version: Option<String>,
+}
+
+struct HttpShared {
+    core: Arc<LaneCore>,
+    client: HttpClient,
+    uri: Uri,
+    /// The upstream for messages and logs, without any userinfo.
+    target: String,
+    session: Mutex<Session>,
+    /// Serialises re-initializations.
+    reinit: tokio::sync::Mutex<()>,
+    client_info: Value,
+    init_timeout: Duration,
+    shut: AtomicBool,
+    get_task: Mutex<Option<JoinHandle<()>>>,
+}
+
+struct HttpOutbound(Weak<HttpShared>);
+
+impl Outbound for HttpOutbound {
+    fn send_detached(&self, message: Message) {
+        // A lease dropped outside the runtime (at exit) has nowhere to send from.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        if let Some(shared) = self.0.upgrade() {
+            let span = shared.core.span.clone();
+            runtime.spawn(
+                async move {
+                    if let Err(error) = shared.post_message(&message).await {
+                        tracing::warn!(%error, "sending a local answer to the legacy server failed");
+                    }
+                }
+                .instrument(span),
+            );
+        }
+    }
+}
+
 pub struct HttpLane {
+    shared: Arc<HttpShared>,
     initialized: Initialized,
 }
 
+impl std::fmt::Debug for HttpLane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpLane")
+            .field("core", &self.shared.core)
+            .field("target", &self.shared.target)
+            .field("protocol_version", &self.initialized.protocol_version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for HttpLane {
+    fn drop(&mut self) {
+        // `shut` also keeps a re-initialization still in flight from starting a new GET stream.
+        self.shared.shut.store(true, Ordering::SeqCst);
+        self.shared.stop_get_stream();
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poison| poison.into_inner())
+}
+
+/// Whether a revision defines the `MCP-Protocol-Version` header.
+fn version_header(session: &Session) -> Option<&str> {
+    session
+        .version
+        .as_deref()
+        .filter(|version| *version >= "2025-06-18")
+}
+
+fn is_event_stream(content_type: &str) -> bool {
+    content_type
+        .trim_start()
+        .to_ascii_lowercase()
+        .starts_with("text/event-stream")
+}
+
 impl HttpLane {
+    /// Opens a session: `initialize`, `notifications/initialized`, then the GET stream.
+    pub(crate) async fn start(
+        core: Arc<LaneCore>,
+        url: &str,
+        client_info: &Value,
+        init_timeout: Duration,
+    ) -> Result<Self, BackendError> {
+        let uri: Uri = url
+            .parse()
+            .map_err(|error| BackendError::Unavailable(format!("bad upstream URL: {error}")))?;
+        match uri.scheme_str() {
+            Some("http") => {}
+            Some(other) => {
+                return Err(BackendError::Unavailable(format!(
+                    "upstream scheme `{other}` is not supported (plain http only)"
+                )))
+            }
+            None => {
+                return Err(BackendError::Unavailable(
+                    "the upstream URL has no scheme".into(),
+                ))
+            }
+        }
+        let mut connector = HttpConnector::new();
+        connector.set_connect_timeout(Some(CONNECT_TIMEOUT));
+        connector.set_nodelay(true);
+        let client = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(Duration::from_secs(30))
+            .build(connector);
+        let shared = Arc::new(HttpShared {
+            core: Arc::clone(&core),
+            client,
+            target: format!(
+                "http://{}{}",
+                uri.host().unwrap_or_default(),
+                uri.port()
+                    .map(|port| format!(":{port}"))
+                    .unwrap_or_default()
+            ) + uri.path(),
+            uri,
+            session: Mutex::new(Session {
+                id: None,
+                epoch: 0,
+                version: None,
+            }),
+            reinit: tokio::sync::Mutex::new(()),
+            client_info: client_info.clone(),
+            init_timeout,
+            shut: AtomicBool::new(false),
+            get_task: Mutex::new(None),
+        });
+        core.set_outbound(Box::new(HttpOutbound(Arc::downgrade(&shared))));
+        let initialized = match shared.open_session(0).await {
+            Ok(initialized) => initialized,
+            Err(error) => {
+                core.mark_dead();
+                return Err(error);
+            }
+        };
+        core.span.in_scope(|| {
+            tracing::info!(
+                protocol_version = %initialized.protocol_version,
+                "legacy HTTP session initialized"
+            )
+        });
+        Ok(HttpLane {
+            shared,
+            initialized,
+        })
+    }
+
+    pub(crate) fn core(&self) -> &Arc<LaneCore> {
+        &self.shared.core
+    }
+
     pub fn initialized(&self) -> &Initialized {
         &self.initialized
     }
 
-    pub async fn request(
+    /// The current `Mcp-Session-Id` (changes when the lane re-initializes after a 404).
+    pub fn session_id(&self) -> Option<String> {
+        lock(&self.shared.session).id.clone()
+    }
+
+    pub(crate) async fn send_request(
         &self,
-        _method: &str,
-        _params: Value,
-    ) -> Result<PendingCall, BackendError> {
-        Err(BackendError::Unavailable(
-            "HTTP lanes are not built yet".into(),
-        ))
+        method: &str,
+        params: Value,
+        progress_token: Option<Value>,
+    ) -> Result<(PendingCall, Option<mpsc::Receiver<Value>>), BackendError> {
+        let session = self.shared.session();
+        let (message, call, progress) =
+            self.shared
+                .core
+                .start_request(method, params, session.epoch, progress_token)?;
+        let shared = Arc::clone(&self.shared);
+        let id = call.legacy_id.clone();
+        tokio::spawn(
+            async move { shared.run_request(id, message, session).await }
+                .instrument(self.shared.core.span.clone()),
+        );
+        Ok((call, progress))
+    }
+
+    pub async fn request(&self, method: &str, params: Value) -> Result<PendingCall, BackendError> {
+        Ok(self.send_request(method, params, None).await?.0)
     }
 
     pub async fn respond(
         &self,
-        _id: Value,
-        _outcome: Result<Value, ErrorObject>,
+        id: Value,
+        outcome: Result<Value, ErrorObject>,
     ) -> Result<(), BackendError> {
-        Err(BackendError::Unavailable(
-            "HTTP lanes are not built yet".into(),
-        ))
+        if !self.is_alive() {
+            return Err(BackendError::Crashed);
+        }
+        self.shared.core.responded(&id);
+        self.shared
+            .post_message(&Message::response(id, outcome))
+            .await
     }
 
-    pub async fn notify(&self, _method: &str, _params: Value) -> Result<(), BackendError> {
-        Err(BackendError::Unavailable(
-            "HTTP lanes are not built yet".into(),
-        ))
+    pub async fn notify(&self, method: &str, params: Value) -> Result<(), BackendError> {
+        if !self.is_alive() {
+            return Err(BackendError::Crashed);
+        }
+        self.shared
+            .post_message(&Message::Notification {
+                method: method.to_owned(),
+                params: if params.is_null() { None } else { Some(params) },
+            })
+            .await
     }
 
     pub fn is_alive(&self) -> bool {
-        false
+        self.shared.core.is_alive()
+    }
+
+    /// Stops the GET stream and DELETEs the session (a 405 is fine).
+    pub async fn shutdown(&self) {
+        self.shared.shut.store(true, Ordering::SeqCst);
+        self.shared.stop_get_stream();
+        let session = self.shared.session();
+        if let Some(id) = &session.id {
+            let mut request = Request::builder()
+                .method(Method::DELETE)
+                .uri(self.shared.uri.clone())
+                .header(SESSION_HEADER, id.as_str());
+            if let Some(version) = version_header(&session) {
+                request = request.header(VERSION_HEADER, version);
+            }
+            if let Ok(request) = request.body(Full::new(Bytes::new())) {
+                match tokio::time::timeout(DELETE_TIMEOUT, self.shared.client.request(request))
+                    .await
+                {
+                    Ok(Ok(response)) => self.shared.core.span.in_scope(
+                        || tracing::debug!(status = %response.status(), "session deleted"),
+                    ),
+                    Ok(Err(error)) => self
+                        .shared
+                        .core
+                        .span
+                        .in_scope(|| tracing::debug!(%error, "DELETE of the session failed")),
+                    Err(_) => self
+                        .shared
+                        .core
+                        .span
+                        .in_scope(|| tracing::debug!("DELETE of the session timed out")),
+                }
+            }
+        }
+        self.shared.core.mark_dead();
+    }
+}
+
+impl HttpShared {
+    fn session(&self) -> Session {
+        lock(&self.session).clone()
+    }
+
+    fn stop_get_stream(&self) {
+        if let Some(task) = lock(&self.get_task).take() {
+            task.abort();
+        }
+    }
+
+    fn post(&self, body: Bytes, session: &Session) -> Result<Request<Full<Bytes>>, BackendError> {
+        let mut request = Request::builder()
+            .method(Method::POST)
+            .uri(self.uri.clone())
+            .header(ACCEPT, "application/json, text/event-stream")
+            .header(CONTENT_TYPE, "application/json");
+        if let Some(id) = &session.id {
+            request = request.header(SESSION_HEADER, id.as_str());
+        }
+        if let Some(version) = version_header(session) {
+            request = request.header(VERSION_HEADER, version);
+        }
+        request
+            .body(Full::new(body))
+            .map_err(|error| BackendError::Protocol(format!("cannot build the request: {error}")))
+    }
+
+    fn get(&self, session: &Session, last_event_id: Option<&str>) -> Option<Request<Full<Bytes>>> {
+        let mut request = Request::builder()
+            .method(Method::GET)
+            .uri(self.uri.clone())
+            .header(ACCEPT, "text/event-stream");
+        if let Some(id) = &session.id {
+            request = request.header(SESSION_HEADER, id.as_str());
+        }
+        if let Some(version) = version_header(session) {
+            request = request.header(VERSION_HEADER, version);
+        }
+        if let Some(last) = last_event_id {
+            request = request.header(LAST_EVENT_ID, last);
+        }
+        request.body(Full::new(Bytes::new())).ok()
+    }
+
+    /// `initialize` + `notifications/initialized` on a new session, then the GET stream.
+    ///
+    /// Boxed with an explicit `Send` bound: the GET stream task it spawns can call it again
+    /// (through `session_expired`), and that cycle hides `Send` from the compiler otherwise.
+    fn open_session(
+        self: &Arc<Self>,
+        epoch: u64,
+    ) -> Pin<Box<dyn Future<Output = Result<Initialized, BackendError>> + Send + '_>> {
+        Box::pin(self.open_session_inner(epoch))
+    }
+
+    async fn open_session_inner(self: &Arc<Self>, epoch: u64) -> Result<Initialized, BackendError> {
+        let version = super::LATEST_LEGACY_VERSION;
+        let params = json!({
+            "protocolVersion": version,
+            "capabilities": self.core.profile.legacy_capabilities(version),
+            "clientInfo": self.client_info,
+        });
+        let (message, call, _) = self.core.start_request("initialize", params, epoch, None)?;
+        let fresh = Session {
+            id: None,
+            epoch,
+            version: None,
+        };
+        let request = self.post(Bytes::from(message.to_line()), &fresh)?;
+        let exchange = async {
+            let response = self.client.request(request).await.map_err(|error| {
+                BackendError::Unavailable(format!("cannot reach {}: {error}", self.target))
+            })?;
+            let status = response.status();
+            if !status.is_success() {
+                return Err(BackendError::Unavailable(format!(
+                    "initialize was answered with HTTP {status}"
+                )));
+            }
+            let session_id = response
+                .headers()
+                .get(SESSION_HEADER)
+                .and_then(|value| value.to_str().ok())
+                .map(str::to_owned);
+            // Read the body in the background: the response may follow server messages.
+            let shared = Arc::clone(self);
+            let id = call.legacy_id.clone();
+            let reader = tokio::spawn(
+                async move { shared.read_response(response, &id).await }
+                    .instrument(self.core.span.clone()),
+            );
+            let result = super::await_initialize(call, self.init_timeout).await;
+            reader.abort();
+            Ok((session_id, result?))
+        };
+        let (session_id, result) = tokio::time::timeout(self.init_timeout, exchange)
+            .await
+            .map_err(|_| {
+                BackendError::Unavailable(format!(
+                    "no answer to initialize within {:?}",
+                    self.init_timeout
+                ))
+            })??;
+        let initialized = super::check_initialize(result)?;
+        let session = Session {
+            id: session_id,
+            epoch,
+            version: Some(initialized.protocol_version.clone()),
+        };
+        *lock(&self.session) = session.clone();
+        let notification = Message::Notification {
+            method: "notifications/initialized".into(),
+            params: None,
+        };
+        tokio::time::timeout(self.init_timeout, self.post_message(&notification))
+            .await
+            .map_err(|_| {
+                BackendError::Unavailable("notifications/initialized was not accepted".into())
+            })??;
+        self.stop_get_stream();
+        if self.shut.load(Ordering::SeqCst) {
+            return Ok(initialized);
+        }
+        let shared = Arc::clone(self);
+        let task = tokio::spawn(
+            async move { shared.run_get_stream().await }.instrument(self.core.span.clone()),
+        );
+        *lock(&self.get_task) = Some(task);
+        Ok(initialized)
+    }
+
+    /// The session expired (404): start a new one, unless another task already did.
+    async fn session_expired(self: &Arc<Self>, epoch: u64) {
+        let _serial = self.reinit.lock().await;
+        let current = self.session().epoch;
+        if current != epoch || self.shut.load(Ordering::SeqCst) || !self.core.is_alive() {
+            return;
+        }
+        tracing::warn!("the legacy session expired (404): re-initializing the lane");
+        self.core.fail_pending_up_to(epoch, BackendError::Crashed);
+        match self.open_session(epoch + 1).await {
+            Ok(initialized) => tracing::info!(
+                protocol_version = %initialized.protocol_version,
+                "legacy HTTP session re-initialized"
+            ),
+            Err(error) => {
+                tracing::warn!(%error, "re-initializing the legacy session failed");
+                self.core.mark_dead();
+            }
+        }
+    }
+
+    /// POSTs one of our requests and reads its response, resuming a dropped SSE stream.
+    async fn run_request(self: Arc<Self>, id: Value, message: Message, session: Session) {
+        let request = match self.post(Bytes::from(message.to_line()), &session) {
+            Ok(request) => request,
+            Err(error) => {
+                self.core.complete(&id, Err(error));
+                return;
+            }
+        };
+        let response = match self.client.request(request).await {
+            Ok(response) => response,
+            Err(error) => {
+                tracing::warn!(%error, "POST to the legacy server failed");
+                if error.is_connect() {
+                    self.core.complete(
+                        &id,
+                        Err(BackendError::Unavailable(format!(
+                            "cannot reach {}: {error}",
+                            self.target
+                        ))),
+                    );
+                    self.core.mark_dead();
+                } else {
+                    self.core.complete(&id, Err(BackendError::Crashed));
+                }
+                return;
+            }
+        };
+        let status = response.status();
+        if status == StatusCode::NOT_FOUND && session.id.is_some() {
+            self.core.complete(&id, Err(BackendError::Crashed));
+            self.session_expired(session.epoch).await;
+            return;
+        }
+        if status == StatusCode::ACCEPTED {
+            // The response will come on another stream (the GET stream).
+            return;
+        }
+        let success = status.is_success();
+        let mut resume = self.read_response(response, &id).await;
+        let mut idle = 0;
+        while success
+            && self.core.is_pending(&id)
+            && self.core.is_alive()
+            && idle < MAX_IDLE_RESUMES
+        {
+            let Some(end) = resume.take() else {
+                break;
+            };
+            // The server closed the stream on purpose (SEP-1699 polling): wait as it asked.
+            // A broken connection is retried at once, so a dead server is noticed quickly.
+            if end.clean {
+                tokio::time::sleep(end.retry.min(MAX_RETRY)).await;
+            }
+            tracing::debug!(last_event_id = %end.last_event_id, "resuming the response stream");
+            let session = self.session();
+            let Some(request) = self.get(&session, Some(&end.last_event_id)) else {
+                break;
+            };
+            match self.client.request(request).await {
+                Ok(response) if response.status().is_success() => {
+                    // Read only while the call waits: a server that ignores `Last-Event-ID` would
+                    // otherwise hold us on a fresh stream forever.
+                    let read = self.read_response(response, &id);
+                    let done = async {
+                        while self.core.is_pending(&id) {
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                        }
+                    };
+                    let outcome = tokio::select! {
+                        outcome = read => outcome,
+                        () = done => None,
+                    };
+                    match outcome {
+                        Some(next) => {
+                            idle = if next.last_event_id == end.last_event_id {
+                                idle + 1
+                            } else {
+                                0
+                            };
+                            resume = Some(next);
+                        }
+                        None => {
+                            idle += 1;
+                            resume = Some(StreamEnd { clean: true, ..end });
+                        }
+                    }
+                }
+                Ok(response) if response.status() == StatusCode::NOT_FOUND => {
+                    self.core.complete(&id, Err(BackendError::Crashed));
+                    self.session_expired(session.epoch).await;
+                    return;
+                }
+                Ok(response) => {
+                    tracing::debug!(status = %response.status(), "resumption refused");
+                    break;
+                }
+                Err(error) if error.is_connect() => {
+                    tracing::warn!(%error, "the legacy server went away during a call");
+                    self.core.complete(&id, Err(BackendError::Crashed));
+                    self.core.mark_dead();
+                    return;
+                }
+                Err(error) => {
+                    tracing::debug!(%error, "resumption failed");
+                    idle += 1;
+                    resume = Some(StreamEnd { clean: true, ..end });
+                }
+            }
+        }
+        if self.core.is_pending(&id) {
+            let error = match (success, resume) {
+                (true, Some(end)) if !end.clean => BackendError::Crashed,
+                (true, _) => {
+                    BackendError::Protocol("the response stream ended without the response".into())
+                }
+                (false, _) => {
+                    BackendError::Protocol(format!("the legacy server answered HTTP {status}"))
+                }
+            };
+            self.core.complete(&id, Err(error));
+        }
+    }
+
+    /// Reads a response body (JSON or SSE) through the router. For an SSE stream with event ids,
+    /// returns what a resumption needs.
+    async fn read_response(
+        &self,
+        response: http::Response<Incoming>,
+        id: &Value,
+    ) -> Option<StreamEnd> {
+        let content_type = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        if is_event_stream(&content_type) {
+            let mut parser = SseParser::new();
+            let clean = self.read_sse(response.into_body(), &mut parser).await;
+            let retry = parser
+                .retry_ms()
+                .map(Duration::from_millis)
+                .unwrap_or(DEFAULT_RETRY);
+            return parser
+                .last_event_id()
+                .filter(|last| !last.is_empty())
+                .map(|last| StreamEnd {
+                    last_event_id: last.to_owned(),
+                    retry,
+                    clean,
+                });
+        }
+        let body = match http_body_util::Limited::new(response.into_body(), MAX_JSON_BODY)
+            .collect()
+            .await
+        {
+            Ok(body) => body.to_bytes(),
+            Err(error) => {
+                tracing::warn!(%error, "reading a response body failed");
+                return None;
+            }
+        };
+        if body.iter().all(u8::is_ascii_whitespace) {
+            return None;
+        }
+        self.process_bytes(&body);
+        if self.core.is_pending(id) && !content_type.contains("json") {
+            tracing::debug!(%content_type, "unexpected response content type");
+        }
+        None
+    }
+
+    /// Reads SSE events until the body ends, routing each `message` event. Returns whether the
+    /// stream ended cleanly (rather than with a broken connection).
+    async fn read_sse(&self, mut body: Incoming, parser: &mut SseParser) -> bool {
+        let clean = loop {
+            match body.frame().await {
+                None => break true,
+                Some(Err(error)) => {
+                    tracing::debug!(%error, "SSE stream broke");
+                    break false;
+                }
+                Some(Ok(frame)) => {
+                    if let Some(data) = frame.data_ref() {
+                        for event in parser.feed(data) {
+                            if event.event == "message" {
+                                self.process_bytes(event.data.as_bytes());
+                            } else {
+                                tracing::debug!(event = %event.event, "SSE event of another type ignored");
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        parser.finish();
+        clean
+    }
+
+    fn process_bytes(&self, bytes: &[u8]) {
+        let bytes = bytes.trim_ascii();
+        if bytes.is_empty() {
+            return;
+        }
+        match Message::parse_batch(bytes) {
+            Ok(messages) => {
+                for message in messages {
+                    match message {
+                        Ok(message) => self.core.handle(message),
+                        Err(error) => {
+                            tracing::warn!(%error, "skipping an invalid message from the legacy server")
+                        }
+                    }
+                }
+            }
+            Err(error) => tracing::warn!(
+                %error,
+                bytes = bytes.len(),
+                "skipping a body that is not JSON-RPC"
+            ),
+        }
+    }
+
+    /// POSTs a response or notification; the server should answer 202.
+    async fn post_message(self: &Arc<Self>, message: &Message) -> Result<(), BackendError> {
+        let session = self.session();
+        let request = self.post(Bytes::from(message.to_line()), &session)?;
+        let response = self.client.request(request).await.map_err(|error| {
+            if error.is_connect() {
+                BackendError::Unavailable(format!("cannot reach {}: {error}", self.target))
+            } else {
+                BackendError::Crashed
+            }
+        })?;
+        let status = response.status();
+        if status == StatusCode::NOT_FOUND && session.id.is_some() {
+            let shared = Arc::clone(self);
+            let epoch = session.epoch;
+            tokio::spawn(
+                async move { shared.session_expired(epoch).await }
+                    .instrument(self.core.span.clone()),
+            );
+            return Err(BackendError::Crashed);
+        }
+        if !status.is_success() {
+            return Err(BackendError::Protocol(format!(
+                "the legacy server answered HTTP {status}"
+            )));
+        }
+        if status != StatusCode::ACCEPTED {
+            // Unusual, but whatever came back is routed like any other message.
+            let _ = self.read_response(response, &Value::Null).await;
+        }
+        Ok(())
+    }
+
+    /// The standalone GET stream: kept open, reconnected with `Last-Event-ID`.
+    async fn run_get_stream(self: Arc<Self>) {
+        let mut last_event_id: Option<String> = None;
+        let mut epoch = self.session().epoch;
+        let mut backoff = DEFAULT_RETRY;
+        loop {
+            if self.shut.load(Ordering::SeqCst) || !self.core.is_alive() {
+                return;
+            }
+            let session = self.session();
+            if session.epoch != epoch {
+                epoch = session.epoch;
+                last_event_id = None;
+            }
+            let Some(request) = self.get(&session, last_event_id.as_deref()) else {
+                return;
+            };
+            match self.client.request(request).await {
+                Ok(response) if response.status() == StatusCode::OK => {
+                    backoff = DEFAULT_RETRY;
+                    tracing::debug!("standalone GET stream open");
+                    let mut parser = SseParser::new();
+                    let clean = self.read_sse(response.into_body(), &mut parser).await;
+                    if let Some(last) = parser.last_event_id().filter(|last| !last.is_empty()) {
+                        last_event_id = Some(last.to_owned());
+                    }
+                    // A clean end is the server's choice: wait as long as it asked. A broken
+                    // connection is retried sooner (and backs off if it keeps failing).
+                    let delay = if clean {
+                        parser
+                            .retry_ms()
+                            .map(Duration::from_millis)
+                            .unwrap_or(DEFAULT_RETRY)
+                    } else {
+                        backoff
+                    };
+                    tracing::debug!(?delay, clean, "standalone GET stream ended: reconnecting");
+                    tokio::time::sleep(delay.min(MAX_RETRY)).await;
+                }
+                Ok(response) if response.status() == StatusCode::METHOD_NOT_ALLOWED => {
+                    tracing::info!("the legacy server offers no standalone GET stream (405)");
+                    return;
+                }
+                Ok(response) if response.status() == StatusCode::NOT_FOUND => {
+                    self.session_expired(session.epoch).await;
+                    // A new session restarts this task; stop unless nothing changed.
+                    if self.session().epoch != session.epoch {
+                        return;
+                    }
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(MAX_RETRY);
+                }
+                Ok(response) => {
+                    tracing::debug!(status = %response.status(), "standalone GET refused");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(MAX_RETRY);
+                }
+                Err(error) => {
+                    tracing::debug!(%error, "standalone GET failed");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(MAX_RETRY);
+                }
+            }
+        }
     }
 }

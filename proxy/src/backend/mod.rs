@@ -9,19 +9,36 @@
 //! through requests (`tools/list`, ...) share lanes and run concurrently, matched by legacy id.
 //!
 //! Server requests that arrive on a lane nobody leases are answered by the lane itself
-//! ([`Unattributed`]): `roots/list` from `--root`, else an error; elicitation declined; sampling
-//! refused; `ping` answered `{}` (always, leased or not).
+//! ("unattributed", spec-digest T7, logged at `warn`): `roots/list` from `--root`, else the error
+//! -32603 (never an empty list); elicitation declined; sampling refused with -32603; anything else
+//! -32601. `ping` is answered `{}` always, leased or not, and never surfaces as an event.
+//! Notifications on an unleased lane go to the proxy's log (`notifications/message` at `info`).
+//!
+//! Progress: [`Lane::request_with_progress`] registers a progress token with the call; progress
+//! carrying it goes to that call's own channel, leased lane or not (so pass-through requests on
+//! shared lanes get their progress too). Progress with any other token follows the general rule
+//! (to the lease's events while leased, else the log).
+//!
+//! Lane creation fails with [`BackendError::Unavailable`] (spawn failure, connection refused,
+//! no/failed `initialize`). A call in flight fails with [`BackendError::Crashed`] when the child
+//! exits, the HTTP server goes away, or the legacy session expires (HTTP 404: the lane then
+//! re-initializes itself with a new session and stays usable).
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, Notify};
 
 use crate::capabilities::CapabilityProfile;
 use crate::jsonrpc::ErrorObject;
 
+use self::lane_core::LaneCore;
+
 pub mod http;
+mod lane_core;
+mod sse;
 pub mod stdio;
 
 /// How to reach the legacy server.
@@ -94,21 +111,83 @@ pub struct PendingCall {
     pub response: oneshot::Receiver<Result<Result<Value, ErrorObject>, BackendError>>,
 }
 
+/// The protocol version lanes ask for in `initialize` (the newest legacy revision).
+pub(crate) const LATEST_LEGACY_VERSION: &str = "2025-11-25";
+/// The versions a lane accepts in the server's `InitializeResult`.
+pub(crate) const KNOWN_LEGACY_VERSIONS: &[&str] =
+    &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// The longest `initialize` exchange (bounded by [`PoolSettings::request_timeout`] too).
+const MAX_INIT_TIMEOUT: Duration = Duration::from_secs(30);
+/// First delay between lane creation attempts after a failure; doubles up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// A lane that dies sooner than this after it started counts as a failed start (backoff).
+const QUICK_DEATH: Duration = Duration::from_secs(1);
+/// Waiters re-check the pool at least this often (busy lanes become recyclable without a wake-up).
+const RESCAN: Duration = Duration::from_millis(100);
+
+/// Waits for the `initialize` response; every failure is `Unavailable`.
+pub(crate) async fn await_initialize(
+    call: PendingCall,
+    timeout: Duration,
+) -> Result<Value, BackendError> {
+    match tokio::time::timeout(timeout, call.response).await {
+        Err(_) => Err(BackendError::Unavailable(format!(
+            "no answer to initialize within {timeout:?}"
+        ))),
+        Ok(Err(_)) | Ok(Ok(Err(BackendError::Crashed))) => Err(BackendError::Unavailable(
+            "the legacy server went away during initialize".into(),
+        )),
+        Ok(Ok(Err(BackendError::Unavailable(why)))) => Err(BackendError::Unavailable(why)),
+        Ok(Ok(Err(other))) => Err(BackendError::Unavailable(other.to_string())),
+        Ok(Ok(Ok(Err(error)))) => Err(BackendError::Unavailable(format!(
+            "initialize was refused: {} ({})",
+            error.message, error.code
+        ))),
+        Ok(Ok(Ok(Ok(result)))) => Ok(result),
+    }
+}
+
+/// Reads the negotiated version out of an `InitializeResult`.
+pub(crate) fn check_initialize(result: Value) -> Result<Initialized, BackendError> {
+    let version = result
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
+            BackendError::Unavailable("the InitializeResult has no protocolVersion".into())
+        })?;
+    if !KNOWN_LEGACY_VERSIONS.contains(&version) {
+        return Err(BackendError::Unavailable(format!(
+            "the legacy server answered initialize with unsupported protocol version {version}"
+        )));
+    }
+    Ok(Initialized {
+        protocol_version: version.to_owned(),
+        result,
+    })
+}
+
 /// One legacy session or child process.
 #[derive(Debug)]
 pub struct Lane {
-    // Filled in by the implementation (see `stdio.rs` / `http.rs`).
     inner: LaneInner,
 }
 
 #[derive(Debug)]
-#[allow(dead_code)] // constructed by the pool once the transports are built
 enum LaneInner {
     Stdio(stdio::StdioLane),
     Http(http::HttpLane),
 }
 
 impl Lane {
+    fn core(&self) -> &Arc<LaneCore> {
+        match &self.inner {
+            LaneInner::Stdio(lane) => lane.core(),
+            LaneInner::Http(lane) => lane.core(),
+        }
+    }
+
     /// The lane's `initialize` outcome.
     pub fn initialized(&self) -> &Initialized {
         match &self.inner {
@@ -123,6 +202,36 @@ impl Lane {
             LaneInner::Stdio(lane) => lane.request(method, params).await,
             LaneInner::Http(lane) => lane.request(method, params).await,
         }
+    }
+
+    /// Like [`Lane::request`], with progress routed by token (usable on shared lanes, where
+    /// nothing else would attribute progress to a call).
+    ///
+    /// Sets `params._meta.progressToken = token` (creating `_meta`; `params` must be an object or
+    /// null) and delivers the `params` of every `notifications/progress` carrying that token to the
+    /// returned receiver, whether or not the lane is leased: such progress never appears as a
+    /// [`BackendEvent`]. The receiver closes once the response arrived (after all progress sent
+    /// before it) or the lane died. The channel is bounded; progress beyond it is dropped, never
+    /// waited for. `token` must be unique on the lane while the call runs: use
+    /// [`Lane::mint_progress_token`].
+    pub async fn request_with_progress(
+        &self,
+        method: &str,
+        params: Value,
+        token: Value,
+    ) -> Result<(PendingCall, mpsc::Receiver<Value>), BackendError> {
+        let (call, progress) = match &self.inner {
+            LaneInner::Stdio(lane) => lane.send_request(method, params, Some(token)).await?,
+            LaneInner::Http(lane) => lane.send_request(method, params, Some(token)).await?,
+        };
+        let progress = progress
+            .ok_or_else(|| BackendError::Protocol("no progress route was registered".into()))?;
+        Ok((call, progress))
+    }
+
+    /// A progress token no other call on this lane uses (a string naming the proxy and lane).
+    pub fn mint_progress_token(&self) -> Value {
+        self.core().mint_progress_token()
     }
 
     /// Answers a server request (`id` as the server sent it).
@@ -152,62 +261,524 @@ impl Lane {
             LaneInner::Http(lane) => lane.is_alive(),
         }
     }
+
+    /// The pool-wide number of the lane (in logs as `lane`).
+    pub fn id(&self) -> u64 {
+        self.core().id
+    }
+
+    /// The capability profile the lane was initialized with.
+    pub fn profile(&self) -> &CapabilityProfile {
+        &self.core().profile
+    }
+
+    /// `"stdio"` or `"http"`.
+    pub fn transport(&self) -> &'static str {
+        self.core().transport
+    }
+
+    /// Whether a [`Lease`] holds the lane right now.
+    pub fn is_leased(&self) -> bool {
+        self.core().is_leased()
+    }
+
+    /// Requests of ours still waiting for their response.
+    pub fn pending_calls(&self) -> usize {
+        self.core().pending_count()
+    }
+
+    /// stdio: the child's process id.
+    pub fn pid(&self) -> Option<u32> {
+        match &self.inner {
+            LaneInner::Stdio(lane) => lane.pid(),
+            LaneInner::Http(_) => None,
+        }
+    }
+
+    /// HTTP: the current `Mcp-Session-Id` (a new one after a re-initialization).
+    pub fn session_id(&self) -> Option<String> {
+        match &self.inner {
+            LaneInner::Stdio(_) => None,
+            LaneInner::Http(lane) => lane.session_id(),
+        }
+    }
+
+    /// Ends the lane: stdio closes stdin, waits briefly, then kills; HTTP DELETEs the session.
+    /// Pending calls fail with [`BackendError::Crashed`].
+    pub async fn shutdown(&self) {
+        match &self.inner {
+            LaneInner::Stdio(lane) => lane.shutdown().await,
+            LaneInner::Http(lane) => lane.shutdown().await,
+        }
+    }
 }
 
 /// An exclusive hold on a lane for one correlatable call. Every [`BackendEvent`] of the lane goes
 /// to `events` while the lease lives; dropping the lease returns the lane to the pool.
+///
+/// Keep the whole `Lease` alive for the call (moving `events` out is fine, the lane returns when
+/// the rest of the lease is dropped). `events` closes when the lane dies. Server requests that
+/// were delivered to `events` and not answered with [`Lane::respond`] by the time the lease is
+/// dropped are answered locally (as unattributed ones), so the legacy server never waits forever.
 #[derive(Debug)]
 pub struct Lease {
     pub lane: Arc<Lane>,
     pub events: mpsc::Receiver<BackendEvent>,
-    // The implementation adds what it needs to return the lane on drop.
-    _return: Option<oneshot::Sender<()>>,
+    _return: Option<LeaseReturn>,
+}
+
+/// Returns a leased lane to the pool when dropped.
+struct LeaseReturn {
+    pool: Arc<PoolShared>,
+    lane: Arc<Lane>,
+    generation: u64,
+}
+
+impl std::fmt::Debug for LeaseReturn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaseReturn")
+            .field("lane", &self.lane.id())
+            .field("generation", &self.generation)
+            .finish()
+    }
+}
+
+impl Drop for LeaseReturn {
+    fn drop(&mut self) {
+        // Detach first: from here on the lane answers server requests itself.
+        self.lane.core().detach_lease(self.generation);
+        self.pool.release(&self.lane);
+    }
 }
 
 /// The lanes, keyed by capability profile, bounded by [`PoolSettings::max_lanes`].
+///
+/// Policies:
+/// - **lease(profile)**: an idle (unleased) live lane of the profile; else a new lane if the pool
+///   is under `max_lanes`; else an idle lane of another profile with no request in flight is
+///   shut down and replaced by one of this profile; else wait for a lease to return (or a busy
+///   idle lane to become recyclable).
+/// - **shared(profile)**: an unleased live lane of the profile (the one with the fewest calls in
+///   flight); else, if the profile has no lane, wait for one being started for it, or start one
+///   if the pool is under the limit (so concurrent first requests share one new lane); else
+///   any live lane of the profile, leased or not (pass-through responses are matched by id; a
+///   server request during pass-through on a leased lane would reach the lease); else, at the
+///   limit with no lane of the profile, any live lane of another profile (unleased first) rather
+///   than killing a lane or waiting behind a call that may be paused for a long time:
+///   pass-through results rarely depend on client capabilities. It waits only while the needed
+///   lanes are still starting.
+/// - Dead lanes are removed whenever the pool is used (leased ones when their lease returns) and
+///   replaced on demand. Starting a lane after a failed start (or after a lane died within a
+///   second of starting) waits 100 ms, doubling up to 5 s, so a server that crashes at startup
+///   is not respawned in a hot loop; a successful start resets the delay.
 #[derive(Debug)]
 pub struct LanePool {
-    _spec: BackendSpec,
-    _settings: PoolSettings,
+    shared: Arc<PoolShared>,
+}
+
+struct Slot {
+    lane: Arc<Lane>,
+    leased: bool,
+}
+
+#[derive(Default)]
+struct PoolState {
+    slots: Vec<Slot>,
+    /// Profiles of the lanes being created (they count toward the limit).
+    starting: Vec<CapabilityProfile>,
+    /// Failed starts in a row (for the backoff).
+    failures: u32,
+    /// No lane is started before this instant.
+    retry_at: Option<Instant>,
+    shut_down: bool,
+}
+
+struct PoolShared {
+    spec: BackendSpec,
+    settings: PoolSettings,
+    state: Mutex<PoolState>,
+    changed: Notify,
+    next_lane: AtomicU64,
+}
+
+impl std::fmt::Debug for PoolShared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self.state();
+        f.debug_struct("PoolShared")
+            .field("spec", &self.spec)
+            .field("max_lanes", &self.settings.max_lanes)
+            .field("lanes", &state.slots.len())
+            .field("starting", &state.starting.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a pool operation decided under the lock.
+enum Plan {
+    Take(Arc<Lane>),
+    Create { recycle: Option<Arc<Lane>> },
+    Wait,
+}
+
+/// Holds a "starting" place in the pool; gives it back when dropped (also on cancellation).
+struct Starting<'a>(&'a PoolShared, &'a CapabilityProfile);
+
+impl Drop for Starting<'_> {
+    fn drop(&mut self) {
+        {
+            let mut state = self.0.state();
+            if let Some(at) = state.starting.iter().position(|p| p == self.1) {
+                state.starting.swap_remove(at);
+            }
+        }
+        self.0.changed.notify_waiters();
+    }
+}
+
+fn backoff(failures: u32) -> Duration {
+    let doublings = failures.saturating_sub(1).min(16);
+    (FIRST_BACKOFF * 2u32.pow(doublings)).min(MAX_BACKOFF)
+}
+
+impl PoolShared {
+    fn state(&self) -> std::sync::MutexGuard<'_, PoolState> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    fn max_lanes(&self) -> usize {
+        self.settings.max_lanes.max(1)
+    }
+
+    /// Removes dead unleased lanes; a quick death counts as a failed start.
+    fn prune(&self, state: &mut PoolState) -> bool {
+        let before = state.slots.len();
+        let mut quick_deaths = 0;
+        state.slots.retain(|slot| {
+            let keep = slot.leased || slot.lane.is_alive();
+            if !keep {
+                tracing::info!(lane = slot.lane.id(), "removing a dead lane from the pool");
+                if slot.lane.core().created.elapsed() < QUICK_DEATH {
+                    quick_deaths += 1;
+                }
+            }
+            keep
+        });
+        if quick_deaths > 0 {
+            state.failures += quick_deaths;
+            state.retry_at = Some(Instant::now() + backoff(state.failures));
+        }
+        state.slots.len() != before
+    }
+
+    fn release(&self, lane: &Arc<Lane>) {
+        {
+            let mut state = self.state();
+            if let Some(slot) = state
+                .slots
+                .iter_mut()
+                .find(|slot| Arc::ptr_eq(&slot.lane, lane))
+            {
+                slot.leased = false;
+            }
+            self.prune(&mut state);
+        }
+        self.changed.notify_waiters();
+    }
+
+    /// Starts a lane with `profile` (after the backoff, if a start failed recently).
+    async fn create(&self, profile: &CapabilityProfile) -> Result<Arc<Lane>, BackendError> {
+        let wait = self
+            .state()
+            .retry_at
+            .map(|at| at.saturating_duration_since(Instant::now()));
+        if let Some(wait) = wait.filter(|wait| !wait.is_zero()) {
+            tracing::debug!(?wait, "waiting before starting a lane (backoff)");
+            tokio::time::sleep(wait).await;
+        }
+        let id = self.next_lane.fetch_add(1, Ordering::Relaxed);
+        let transport = match self.spec {
+            BackendSpec::Stdio { .. } => "stdio",
+            BackendSpec::Http { .. } => "http",
+        };
+        let core = LaneCore::new(id, profile.clone(), transport, self.settings.roots.clone());
+        let init_timeout = self.settings.request_timeout.min(MAX_INIT_TIMEOUT);
+        let started = match &self.spec {
+            BackendSpec::Stdio { program, args } => stdio::StdioLane::start(
+                Arc::clone(&core),
+                program,
+                args,
+                &self.settings.client_info,
+                init_timeout,
+            )
+            .await
+            .map(LaneInner::Stdio),
+            BackendSpec::Http { url } => http::HttpLane::start(
+                Arc::clone(&core),
+                url,
+                &self.settings.client_info,
+                init_timeout,
+            )
+            .await
+            .map(LaneInner::Http),
+        };
+        let mut state = self.state();
+        match started {
+            Ok(inner) => {
+                state.failures = 0;
+                state.retry_at = None;
+                Ok(Arc::new(Lane { inner }))
+            }
+            Err(error) => {
+                state.failures += 1;
+                let delay = backoff(state.failures);
+                state.retry_at = Some(Instant::now() + delay);
+                core.span.in_scope(
+                    || tracing::warn!(%error, next_attempt_in = ?delay, "starting a lane failed"),
+                );
+                Err(error)
+            }
+        }
+    }
+
+    /// Runs a plan that needs a new lane: recycles the victim, creates, registers.
+    async fn create_slot(
+        &self,
+        profile: &CapabilityProfile,
+        recycle: Option<Arc<Lane>>,
+        leased: bool,
+    ) -> Result<Arc<Lane>, BackendError> {
+        let _starting = Starting(self, profile);
+        if let Some(victim) = recycle {
+            tracing::info!(
+                lane = victim.id(),
+                from = %victim.profile().label(),
+                to = %profile.label(),
+                "recycling an idle lane for another capability profile"
+            );
+            victim.shutdown().await;
+        }
+        let lane = self.create(profile).await?;
+        let registered = {
+            let mut state = self.state();
+            if !state.shut_down {
+                state.slots.push(Slot {
+                    lane: Arc::clone(&lane),
+                    leased,
+                });
+            }
+            !state.shut_down
+        };
+        if !registered {
+            lane.shutdown().await;
+            return Err(BackendError::Unavailable(
+                "the proxy is shutting down".into(),
+            ));
+        }
+        Ok(lane)
+    }
+
+    fn plan_lease(&self, profile: &CapabilityProfile) -> Result<Plan, BackendError> {
+        let mut state = self.state();
+        if state.shut_down {
+            return Err(BackendError::Unavailable(
+                "the proxy is shutting down".into(),
+            ));
+        }
+        self.prune(&mut state);
+        if let Some(slot) = state
+            .slots
+            .iter_mut()
+            .find(|slot| !slot.leased && slot.lane.is_alive() && slot.lane.profile() == profile)
+        {
+            slot.leased = true;
+            return Ok(Plan::Take(Arc::clone(&slot.lane)));
+        }
+        if state.slots.len() + state.starting.len() < self.max_lanes() {
+            state.starting.push(profile.clone());
+            return Ok(Plan::Create { recycle: None });
+        }
+        if let Some(at) = state
+            .slots
+            .iter()
+            .position(|slot| !slot.leased && slot.lane.pending_calls() == 0)
+        {
+            let victim = state.slots.remove(at);
+            state.starting.push(profile.clone());
+            return Ok(Plan::Create {
+                recycle: Some(victim.lane),
+            });
+        }
+        Ok(Plan::Wait)
+    }
+
+    fn plan_shared(&self, profile: &CapabilityProfile) -> Result<Plan, BackendError> {
+        let mut state = self.state();
+        if state.shut_down {
+            return Err(BackendError::Unavailable(
+                "the proxy is shutting down".into(),
+            ));
+        }
+        self.prune(&mut state);
+        let live = |slot: &&Slot| slot.lane.is_alive();
+        let mine = |slot: &&Slot| slot.lane.profile() == profile;
+        if let Some(slot) = state
+            .slots
+            .iter()
+            .filter(live)
+            .filter(mine)
+            .filter(|slot| !slot.leased)
+            .min_by_key(|slot| slot.lane.pending_calls())
+        {
+            return Ok(Plan::Take(Arc::clone(&slot.lane)));
+        }
+        let has_profile = state.slots.iter().filter(live).any(|slot| mine(&slot));
+        if !has_profile && state.starting.contains(profile) {
+            // A lane of the profile is on its way: use it rather than starting another.
+            return Ok(Plan::Wait);
+        }
+        if !has_profile && state.slots.len() + state.starting.len() < self.max_lanes() {
+            state.starting.push(profile.clone());
+            return Ok(Plan::Create { recycle: None });
+        }
+        if let Some(slot) = state
+            .slots
+            .iter()
+            .filter(live)
+            .filter(mine)
+            .min_by_key(|slot| slot.lane.pending_calls())
+        {
+            return Ok(Plan::Take(Arc::clone(&slot.lane)));
+        }
+        if let Some(slot) = state
+            .slots
+            .iter()
+            .filter(live)
+            .min_by_key(|slot| (slot.leased, slot.lane.pending_calls()))
+        {
+            tracing::debug!(
+                lane = slot.lane.id(),
+                wanted = %profile.label(),
+                got = %slot.lane.profile().label(),
+                "pool full: pass-through on a lane of another profile"
+            );
+            return Ok(Plan::Take(Arc::clone(&slot.lane)));
+        }
+        Ok(Plan::Wait)
+    }
+
+    fn lease_of(self: &Arc<Self>, lane: Arc<Lane>) -> Lease {
+        let (generation, events) = lane.core().attach_lease();
+        Lease {
+            lane: Arc::clone(&lane),
+            events,
+            _return: Some(LeaseReturn {
+                pool: Arc::clone(self),
+                lane,
+                generation,
+            }),
+        }
+    }
 }
 
 impl LanePool {
     pub fn new(spec: BackendSpec, settings: PoolSettings) -> Arc<Self> {
         Arc::new(LanePool {
-            _spec: spec,
-            _settings: settings,
+            shared: Arc::new(PoolShared {
+                spec,
+                settings,
+                state: Mutex::new(PoolState::default()),
+                changed: Notify::new(),
+                next_lane: AtomicU64::new(1),
+            }),
         })
     }
 
     /// Leases a lane initialized with `profile` for one correlatable call, creating one (or
     /// recycling an idle lane of another profile) when needed; waits while the pool is exhausted.
     pub async fn lease(&self, profile: &CapabilityProfile) -> Result<Lease, BackendError> {
-        let _ = profile;
-        Err(BackendError::Unavailable(
-            "the lane pool is not built yet".into(),
-        ))
+        loop {
+            let changed = self.shared.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            match self.shared.plan_lease(profile)? {
+                Plan::Take(lane) => return Ok(self.shared.lease_of(lane)),
+                Plan::Create { recycle } => {
+                    let lane = self.shared.create_slot(profile, recycle, true).await?;
+                    return Ok(self.shared.lease_of(lane));
+                }
+                Plan::Wait => {
+                    let _ = tokio::time::timeout(RESCAN, changed).await;
+                }
+            }
+        }
     }
 
-    /// A lane initialized with `profile` for pass-through requests (shared, concurrent).
+    /// A lane initialized with `profile` for pass-through requests (shared, concurrent). See the
+    /// type's documentation for the fallbacks when the pool is full.
     pub async fn shared(&self, profile: &CapabilityProfile) -> Result<Arc<Lane>, BackendError> {
-        let _ = profile;
-        Err(BackendError::Unavailable(
-            "the lane pool is not built yet".into(),
-        ))
+        loop {
+            let changed = self.shared.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            match self.shared.plan_shared(profile)? {
+                Plan::Take(lane) => return Ok(lane),
+                Plan::Create { recycle } => {
+                    return self.shared.create_slot(profile, recycle, false).await;
+                }
+                Plan::Wait => {
+                    let _ = tokio::time::timeout(RESCAN, changed).await;
+                }
+            }
+        }
     }
 
     /// The `initialize` outcome of the legacy server (from any lane; connects one if none is up).
     pub async fn initialized(&self) -> Result<Initialized, BackendError> {
-        Err(BackendError::Unavailable(
-            "the lane pool is not built yet".into(),
-        ))
+        let existing = {
+            let mut state = self.shared.state();
+            self.shared.prune(&mut state);
+            state
+                .slots
+                .iter()
+                .find(|slot| slot.lane.is_alive())
+                .map(|slot| slot.lane.initialized().clone())
+        };
+        match existing {
+            Some(initialized) => Ok(initialized),
+            None => Ok(self
+                .shared(&CapabilityProfile::default())
+                .await?
+                .initialized()
+                .clone()),
+        }
     }
 
-    /// Whether at least one lane has initialized successfully (for `/healthz`).
+    /// Whether a live, initialized lane exists right now (for `/healthz`).
     pub fn is_ready(&self) -> bool {
-        false
+        self.shared
+            .state()
+            .slots
+            .iter()
+            .any(|slot| slot.lane.is_alive())
     }
 
-    /// Stops every lane: children get stdin closed, then SIGTERM; HTTP sessions get DELETE.
-    pub async fn shutdown(&self) {}
+    /// Lanes in the pool (live, dead-but-leased) plus lanes being started.
+    pub fn lane_count(&self) -> usize {
+        let state = self.shared.state();
+        state.slots.len() + state.starting.len()
+    }
+
+    /// Stops every lane: children get stdin closed, then are killed if they linger; HTTP sessions
+    /// get DELETE. Later `lease`/`shared` calls fail with `Unavailable`.
+    pub async fn shutdown(&self) {
+        let lanes: Vec<Arc<Lane>> = {
+            let mut state = self.shared.state();
+            state.shut_down = true;
+            state.slots.drain(..).map(|slot| slot.lane).collect()
+        };
+        self.shared.changed.notify_waiters();
+        futures_util::future::join_all(lanes.iter().map(|lane| lane.shutdown())).await;
+    }
 }

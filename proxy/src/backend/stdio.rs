@@ -1,47 +1,351 @@
 //! Lanes over stdio: one supervised child process per lane (newline-delimited JSON-RPC).
+//!
+//! Four tasks per child: a stdin writer (the only writer, so messages keep their order), a stdout
+//! reader (one JSON-RPC message or batch per line; a malformed line is logged and skipped), a
+//! stderr forwarder (each line goes to the proxy's stderr with a `[lane N]` prefix) and a waiter
+//! that owns the child. When the child exits or closes stdout the lane is dead: pending calls fail
+//! with [`BackendError::Crashed`] and the pool replaces the lane on its next use.
 
-use serde_json::Value;
+use std::io::Write as _;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::Command;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinHandle;
+use tracing::Instrument as _;
+
+use super::lane_core::{LaneCore, Outbound};
 use super::{BackendError, Initialized, PendingCall};
-use crate::jsonrpc::ErrorObject;
+use crate::jsonrpc::{ErrorObject, Message};
 
-#[derive(Debug)]
+/// How long `shutdown` waits for the child to exit after stdin is closed, before killing it.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+
+enum WriterCommand {
+    Line(String),
+    /// Close stdin (the polite way to ask a stdio server to exit).
+    Close,
+}
+
+struct StdioOutbound(mpsc::UnboundedSender<WriterCommand>);
+
+impl Outbound for StdioOutbound {
+    fn send_detached(&self, message: Message) {
+        let _ = self.0.send(WriterCommand::Line(message.to_line()));
+    }
+}
+
+/// Aborts the lane's tasks when dropped; aborting the waiter drops the `Child`, which kills it
+/// (`kill_on_drop`).
+struct Tasks(Vec<JoinHandle<()>>);
+
+impl Drop for Tasks {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
+}
+
 pub struct StdioLane {
+    core: Arc<LaneCore>,
     initialized: Initialized,
+    writer: mpsc::UnboundedSender<WriterCommand>,
+    pid: Option<u32>,
+    kill: Mutex<Option<oneshot::Sender<()>>>,
+    /// Becomes `true` once the child has been reaped.
+    exited: watch::Receiver<bool>,
+    _tasks: Tasks,
+}
+
+impl std::fmt::Debug for StdioLane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StdioLane")
+            .field("core", &self.core)
+            .field("pid", &self.pid)
+            .field("protocol_version", &self.initialized.protocol_version)
+            .finish_non_exhaustive()
+    }
 }
 
 impl StdioLane {
+    /// Spawns `program`, initializes it with the lane's profile and waits for the handshake.
+    pub(crate) async fn start(
+        core: Arc<LaneCore>,
+        program: &str,
+        args: &[String],
+        client_info: &Value,
+        init_timeout: Duration,
+    ) -> Result<Self, BackendError> {
+        let span = core.span.clone();
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|error| {
+                BackendError::Unavailable(format!("cannot start `{program}`: {error}"))
+            })?;
+        let pid = child.id();
+        let (Some(mut stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err(BackendError::Unavailable(
+                "the child's stdio pipes are missing".into(),
+            ));
+        };
+        span.in_scope(|| tracing::info!(pid, "legacy stdio server started"));
+
+        let (writer, mut commands) = mpsc::unbounded_channel::<WriterCommand>();
+        core.set_outbound(Box::new(StdioOutbound(writer.clone())));
+
+        let writer_core = Arc::clone(&core);
+        let writer_task = tokio::spawn(
+            async move {
+                while let Some(command) = commands.recv().await {
+                    match command {
+                        WriterCommand::Line(mut line) => {
+                            line.push('\n');
+                            let written = async {
+                                stdin.write_all(line.as_bytes()).await?;
+                                stdin.flush().await
+                            };
+                            if let Err(error) = written.await {
+                                tracing::info!(%error, "writing to the child's stdin failed");
+                                writer_core.mark_dead();
+                                break;
+                            }
+                        }
+                        WriterCommand::Close => break,
+                    }
+                }
+                drop(stdin);
+            }
+            .instrument(span.clone()),
+        );
+
+        let reader_core = Arc::clone(&core);
+        let reader_task = tokio::spawn(
+            async move {
+                let mut stdout = BufReader::new(stdout);
+                let mut line = Vec::new();
+                loop {
+                    line.clear();
+                    match stdout.read_until(b'\n', &mut line).await {
+                        Ok(0) => break,
+                        Ok(_) => handle_line(&reader_core, &line),
+                        Err(error) => {
+                            tracing::info!(%error, "reading the child's stdout failed");
+                            break;
+                        }
+                    }
+                }
+                tracing::debug!("the child closed stdout");
+                reader_core.mark_dead();
+            }
+            .instrument(span.clone()),
+        );
+
+        let lane_id = core.id;
+        let stderr_task = tokio::spawn(async move {
+            let mut stderr = BufReader::new(stderr);
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                match stderr.read_until(b'\n', &mut line).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        let text = String::from_utf8_lossy(&line);
+                        let mut err = std::io::stderr().lock();
+                        let _ = writeln!(err, "[lane {lane_id}] {}", text.trim_end());
+                    }
+                }
+            }
+        });
+
+        let (kill, kill_signal) = oneshot::channel::<()>();
+        let (exited_tx, exited) = watch::channel(false);
+        let waiter_core = Arc::clone(&core);
+        let waiter_task = tokio::spawn(
+            async move {
+                let mut kill_signal = kill_signal;
+                let status = tokio::select! {
+                    status = child.wait() => status,
+                    _ = &mut kill_signal => {
+                        let _ = child.start_kill();
+                        child.wait().await
+                    }
+                };
+                match status {
+                    Ok(status) => tracing::info!(%status, "legacy stdio server exited"),
+                    Err(error) => tracing::warn!(%error, "waiting for the child failed"),
+                }
+                exited_tx.send_replace(true);
+                waiter_core.mark_dead();
+            }
+            .instrument(span.clone()),
+        );
+
+        let tasks = Tasks(vec![writer_task, reader_task, stderr_task, waiter_task]);
+
+        // The handshake (spec-digest T1). On failure `tasks` is dropped, which kills the child.
+        let version = super::LATEST_LEGACY_VERSION;
+        let params = json!({
+            "protocolVersion": version,
+            "capabilities": core.profile.legacy_capabilities(version),
+            "clientInfo": client_info,
+        });
+        let (message, call, _) = core.start_request("initialize", params, 0, None)?;
+        writer
+            .send(WriterCommand::Line(message.to_line()))
+            .map_err(|_| BackendError::Unavailable("the child's stdin is closed".into()))?;
+        let result = super::await_initialize(call, init_timeout).await?;
+        let initialized = super::check_initialize(result)?;
+        writer
+            .send(WriterCommand::Line(
+                Message::Notification {
+                    method: "notifications/initialized".into(),
+                    params: None,
+                }
+                .to_line(),
+            ))
+            .map_err(|_| BackendError::Unavailable("the child's stdin is closed".into()))?;
+        span.in_scope(|| {
+            tracing::info!(
+                protocol_version = %initialized.protocol_version,
+                "legacy stdio server initialized"
+            )
+        });
+        Ok(StdioLane {
+            core,
+            initialized,
+            writer,
+            pid,
+            kill: Mutex::new(Some(kill)),
+            exited,
+            _tasks: tasks,
+        })
+    }
+
+    pub(crate) fn core(&self) -> &Arc<LaneCore> {
+        &self.core
+    }
+
     pub fn initialized(&self) -> &Initialized {
         &self.initialized
     }
 
-    pub async fn request(
+    /// The child's process id (as spawned; the process may have exited since).
+    pub fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    fn write(&self, message: &Message) -> Result<(), BackendError> {
+        if !self.core.is_alive() {
+            return Err(BackendError::Crashed);
+        }
+        self.writer
+            .send(WriterCommand::Line(message.to_line()))
+            .map_err(|_| BackendError::Crashed)
+    }
+
+    pub(crate) async fn send_request(
         &self,
-        _method: &str,
-        _params: Value,
-    ) -> Result<PendingCall, BackendError> {
-        Err(BackendError::Unavailable(
-            "stdio lanes are not built yet".into(),
-        ))
+        method: &str,
+        params: Value,
+        progress_token: Option<Value>,
+    ) -> Result<(PendingCall, Option<mpsc::Receiver<Value>>), BackendError> {
+        let (message, call, progress) =
+            self.core.start_request(method, params, 0, progress_token)?;
+        if let Err(error) = self.write(&message) {
+            self.core.complete(&call.legacy_id, Err(error.clone()));
+            return Err(error);
+        }
+        Ok((call, progress))
+    }
+
+    pub async fn request(&self, method: &str, params: Value) -> Result<PendingCall, BackendError> {
+        Ok(self.send_request(method, params, None).await?.0)
     }
 
     pub async fn respond(
         &self,
-        _id: Value,
-        _outcome: Result<Value, ErrorObject>,
+        id: Value,
+        outcome: Result<Value, ErrorObject>,
     ) -> Result<(), BackendError> {
-        Err(BackendError::Unavailable(
-            "stdio lanes are not built yet".into(),
-        ))
+        self.core.responded(&id);
+        self.write(&Message::response(id, outcome))
     }
 
-    pub async fn notify(&self, _method: &str, _params: Value) -> Result<(), BackendError> {
-        Err(BackendError::Unavailable(
-            "stdio lanes are not built yet".into(),
-        ))
+    pub async fn notify(&self, method: &str, params: Value) -> Result<(), BackendError> {
+        self.write(&Message::Notification {
+            method: method.to_owned(),
+            params: if params.is_null() { None } else { Some(params) },
+        })
     }
 
     pub fn is_alive(&self) -> bool {
-        false
+        self.core.is_alive()
+    }
+
+    /// Resolves once the child has been reaped.
+    async fn wait_exited(&self) {
+        let mut exited = self.exited.clone();
+        let _ = exited.wait_for(|exited| *exited).await;
+    }
+
+    /// Closes stdin, waits up to two seconds for the child to exit, then kills it; returns once
+    /// the child has been reaped (or the kill did not help within two more seconds).
+    pub async fn shutdown(&self) {
+        let _ = self.writer.send(WriterCommand::Close);
+        if tokio::time::timeout(EXIT_GRACE, self.wait_exited())
+            .await
+            .is_err()
+        {
+            self.core.span.in_scope(|| {
+                tracing::info!("the child did not exit after stdin closed: killing it")
+            });
+            let kill = self
+                .kill
+                .lock()
+                .unwrap_or_else(|poison| poison.into_inner())
+                .take();
+            if let Some(kill) = kill {
+                let _ = kill.send(());
+            }
+            let _ = tokio::time::timeout(EXIT_GRACE, self.wait_exited()).await;
+        }
+        self.core.mark_dead();
+    }
+}
+
+/// One line of the child's stdout: a message or (2025-03-26) a batch.
+fn handle_line(core: &Arc<LaneCore>, line: &[u8]) {
+    let line = line.trim_ascii();
+    if line.is_empty() {
+        return;
+    }
+    match crate::jsonrpc::Message::parse_batch(line) {
+        Ok(messages) => {
+            for message in messages {
+                match message {
+                    Ok(message) => core.handle(message),
+                    Err(error) => {
+                        tracing::warn!(%error, "skipping an invalid message from the child")
+                    }
+                }
+            }
+        }
+        Err(error) => tracing::warn!(
+            %error,
+            bytes = line.len(),
+            "skipping a line of the child's stdout that is not JSON-RPC"
+        ),
     }
 }

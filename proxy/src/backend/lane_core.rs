@@ -1,0 +1,689 @@
+//! What every lane does whatever its transport: fresh legacy ids, the table of pending calls, and
+//! the router for what the legacy server sends (responses, server requests, notifications).
+//!
+//! Routing rules:
+//! - a response goes to the pending call with its id (unknown ids are logged and dropped);
+//! - `ping` is answered `{}` right here, always;
+//! - a `notifications/progress` whose token was registered with
+//!   [`LaneCore::start_request`] goes to that call's progress channel, leased or not;
+//! - while the lane is leased, every other server request and notification goes to the lease's
+//!   event channel;
+//! - otherwise server requests are answered locally ([`LaneCore::local_answer`], spec-digest T7)
+//!   and notifications are logged.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
+
+use serde_json::{json, Map, Value};
+use tokio::sync::{mpsc, oneshot};
+use tracing::Span;
+
+use super::{BackendError, BackendEvent, PendingCall};
+use crate::capabilities::CapabilityProfile;
+use crate::jsonrpc::{codes, ErrorObject, Message};
+
+/// What a pending call eventually receives.
+pub(crate) type Outcome = Result<Result<Value, ErrorObject>, BackendError>;
+
+/// Capacity of a lease's event channel.
+pub(crate) const LEASE_EVENTS: usize = 256;
+/// Capacity of a call's progress channel (progress beyond it is dropped, never waited for).
+pub(crate) const PROGRESS_EVENTS: usize = 64;
+
+/// How a lane sends a message it does not wait on (local answers, `ping` replies).
+pub(crate) trait Outbound: Send + Sync {
+    fn send_detached(&self, message: Message);
+}
+
+struct PendingEntry {
+    reply: oneshot::Sender<Outcome>,
+    /// The transport's session epoch at send time (HTTP re-initialization fails older calls).
+    epoch: u64,
+    /// Key of the progress route registered with this call, removed when it completes.
+    progress: Option<String>,
+}
+
+/// A server request delivered to a lease and not answered yet.
+struct Delivered {
+    id: Value,
+    method: String,
+    params: Value,
+}
+
+struct LeaseRoute {
+    generation: u64,
+    events: mpsc::Sender<BackendEvent>,
+    /// Keyed by the serialised request id.
+    delivered: HashMap<String, Delivered>,
+}
+
+#[derive(Default)]
+struct CoreState {
+    pending: HashMap<u64, PendingEntry>,
+    lease: Option<LeaseRoute>,
+    lease_generation: u64,
+    progress: HashMap<String, mpsc::Sender<Value>>,
+}
+
+/// The transport-independent half of a lane.
+pub(crate) struct LaneCore {
+    pub id: u64,
+    pub profile: CapabilityProfile,
+    pub transport: &'static str,
+    pub span: Span,
+    pub created: Instant,
+    roots: Vec<String>,
+    next_id: AtomicU64,
+    next_token: AtomicU64,
+    state: Mutex<CoreState>,
+    alive: AtomicBool,
+    outbound: OnceLock<Box<dyn Outbound>>,
+}
+
+impl fmt::Debug for LaneCore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LaneCore")
+            .field("id", &self.id)
+            .field("profile", &self.profile.label())
+            .field("transport", &self.transport)
+            .field("alive", &self.is_alive())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The key under which a JSON-RPC id (or progress token) is tracked.
+pub(crate) fn value_key(value: &Value) -> String {
+    value.to_string()
+}
+
+/// Our own request ids are integers; accept them echoed back as strings too.
+fn legacy_id_key(id: &Value) -> Option<u64> {
+    match id {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+impl LaneCore {
+    pub fn new(
+        id: u64,
+        profile: CapabilityProfile,
+        transport: &'static str,
+        roots: Vec<String>,
+    ) -> Arc<Self> {
+        let span = tracing::info_span!(
+            "lane",
+            lane = id,
+            profile = %profile.label(),
+            transport = transport
+        );
+        Arc::new(LaneCore {
+            id,
+            profile,
+            transport,
+            span,
+            created: Instant::now(),
+            roots,
+            next_id: AtomicU64::new(0),
+            next_token: AtomicU64::new(0),
+            state: Mutex::new(CoreState::default()),
+            alive: AtomicBool::new(true),
+            outbound: OnceLock::new(),
+        })
+    }
+
+    pub fn set_outbound(&self, outbound: Box<dyn Outbound>) {
+        let _ = self.outbound.set(outbound);
+    }
+
+    fn send_detached(&self, message: Message) {
+        if let Some(outbound) = self.outbound.get() {
+            outbound.send_detached(message);
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, CoreState> {
+        // A panic while holding the lock cannot leave the maps half-updated in a harmful way.
+        self.state
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    pub fn is_alive(&self) -> bool {
+        self.alive.load(Ordering::SeqCst)
+    }
+
+    /// A progress token that no other call on this lane uses.
+    pub fn mint_progress_token(&self) -> Value {
+        let n = self.next_token.fetch_add(1, Ordering::Relaxed);
+        Value::String(format!("mcp-mrtr-proxy/lane-{}/{n}", self.id))
+    }
+
+    /// Calls waiting for a response.
+    pub fn pending_count(&self) -> usize {
+        self.state().pending.len()
+    }
+
+    pub fn is_leased(&self) -> bool {
+        self.state().lease.is_some()
+    }
+
+    /// Registers a request with a fresh legacy id; the caller sends the returned message.
+    /// With `progress_token`, `_meta.progressToken` is set in `params` and the call's progress
+    /// notifications go to the returned receiver until the response arrives.
+    pub fn start_request(
+        &self,
+        method: &str,
+        params: Value,
+        epoch: u64,
+        progress_token: Option<Value>,
+    ) -> Result<(Message, PendingCall, Option<mpsc::Receiver<Value>>), BackendError> {
+        if !self.is_alive() {
+            return Err(BackendError::Crashed);
+        }
+        let mut params = params;
+        let mut progress = None;
+        if let Some(token) = progress_token {
+            if params.is_null() {
+                params = Value::Object(Map::new());
+            }
+            let Some(object) = params.as_object_mut() else {
+                return Err(BackendError::Protocol(
+                    "progress needs object params".into(),
+                ));
+            };
+            let meta = object
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if !meta.is_object() {
+                *meta = Value::Object(Map::new());
+            }
+            meta["progressToken"] = token.clone();
+            let (tx, rx) = mpsc::channel(PROGRESS_EVENTS);
+            progress = Some((value_key(&token), tx, rx));
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (reply, response) = oneshot::channel();
+        let receiver = {
+            let mut state = self.state();
+            let key = progress.map(|(key, tx, rx)| {
+                state.progress.insert(key.clone(), tx);
+                (key, rx)
+            });
+            let (progress_key, receiver) = match key {
+                Some((key, rx)) => (Some(key), Some(rx)),
+                None => (None, None),
+            };
+            state.pending.insert(
+                id,
+                PendingEntry {
+                    reply,
+                    epoch,
+                    progress: progress_key,
+                },
+            );
+            receiver
+        };
+        let message = Message::Request {
+            id: Value::from(id),
+            method: method.to_owned(),
+            params: if params.is_null() { None } else { Some(params) },
+        };
+        Ok((
+            message,
+            PendingCall {
+                legacy_id: Value::from(id),
+                response,
+            },
+            receiver,
+        ))
+    }
+
+    /// Completes a pending call with `outcome` (if it is still pending).
+    pub fn complete(&self, legacy_id: &Value, outcome: Outcome) -> bool {
+        let Some(key) = legacy_id_key(legacy_id) else {
+            return false;
+        };
+        let entry = {
+            let mut state = self.state();
+            let entry = state.pending.remove(&key);
+            if let Some(progress) = entry.as_ref().and_then(|e| e.progress.as_ref()) {
+                state.progress.remove(progress);
+            }
+            entry
+        };
+        match entry {
+            Some(entry) => {
+                let _ = entry.reply.send(outcome);
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn is_pending(&self, legacy_id: &Value) -> bool {
+        legacy_id_key(legacy_id).is_some_and(|key| self.state().pending.contains_key(&key))
+    }
+
+    /// Fails every pending call sent in session epoch `epoch` or earlier.
+    pub fn fail_pending_up_to(&self, epoch: u64, error: BackendError) {
+        let failed: Vec<PendingEntry> = {
+            let mut state = self.state();
+            let keys: Vec<u64> = state
+                .pending
+                .iter()
+                .filter(|(_, entry)| entry.epoch <= epoch)
+                .map(|(key, _)| *key)
+                .collect();
+            let entries: Vec<PendingEntry> = keys
+                .iter()
+                .filter_map(|key| state.pending.remove(key))
+                .collect();
+            for entry in &entries {
+                if let Some(progress) = &entry.progress {
+                    state.progress.remove(progress);
+                }
+            }
+            entries
+        };
+        for entry in failed {
+            let _ = entry.reply.send(Err(error.clone()));
+        }
+    }
+
+    /// The lane is gone: every pending call fails with `Crashed`, the lease's event channel and
+    /// every progress channel close.
+    pub fn mark_dead(&self) {
+        if self.alive.swap(false, Ordering::SeqCst) {
+            let _entered = self.span.enter();
+            tracing::info!("lane is dead");
+        }
+        let (pending, lease, progress) = {
+            let mut state = self.state();
+            (
+                std::mem::take(&mut state.pending),
+                state.lease.take(),
+                std::mem::take(&mut state.progress),
+            )
+        };
+        for (_, entry) in pending {
+            let _ = entry.reply.send(Err(BackendError::Crashed));
+        }
+        drop(lease);
+        drop(progress);
+    }
+
+    /// Routes events to a new lease; returns its generation and receiver.
+    pub fn attach_lease(&self) -> (u64, mpsc::Receiver<BackendEvent>) {
+        let (events, receiver) = mpsc::channel(LEASE_EVENTS);
+        let mut state = self.state();
+        state.lease_generation += 1;
+        let generation = state.lease_generation;
+        state.lease = Some(LeaseRoute {
+            generation,
+            events,
+            delivered: HashMap::new(),
+        });
+        (generation, receiver)
+    }
+
+    /// Stops routing to the lease `generation`. Server requests it received and never answered
+    /// are answered locally, so the legacy server does not wait for them forever.
+    pub fn detach_lease(&self, generation: u64) {
+        let route = {
+            let mut state = self.state();
+            if state
+                .lease
+                .as_ref()
+                .is_some_and(|route| route.generation == generation)
+            {
+                state.lease.take()
+            } else {
+                None
+            }
+        };
+        if let Some(route) = route {
+            for (_, request) in route.delivered {
+                let _entered = self.span.enter();
+                tracing::warn!(
+                    method = %request.method,
+                    lane = self.id,
+                    "a server request of a finished lease was never answered: answering it locally"
+                );
+                let outcome = self.local_answer(&request.method, &request.params);
+                self.send_detached(Message::response(request.id, outcome));
+            }
+        }
+    }
+
+    /// Notes that a server request was answered (by the lease holder).
+    pub fn responded(&self, id: &Value) {
+        let key = value_key(id);
+        if let Some(route) = self.state().lease.as_mut() {
+            route.delivered.remove(&key);
+        }
+    }
+
+    /// The answer to a server request nobody can forward to a client (spec-digest T7).
+    pub fn local_answer(&self, method: &str, _params: &Value) -> Result<Value, ErrorObject> {
+        match method {
+            "ping" => Ok(json!({})),
+            "roots/list" if !self.roots.is_empty() => Ok(json!({
+                "roots": self.roots.iter().map(|uri| json!({"uri": uri})).collect::<Vec<_>>()
+            })),
+            "roots/list" => Err(ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                "roots are only available to the proxy during a client call",
+            )),
+            "elicitation/create" => Ok(json!({"action": "decline"})),
+            "sampling/createMessage" => Err(ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                "sampling is not available outside a client call",
+            )),
+            _ => Err(ErrorObject::new(
+                codes::METHOD_NOT_FOUND,
+                format!("method not supported by the proxy: {method}"),
+            )),
+        }
+    }
+
+    fn answer_locally(&self, id: Value, method: &str, params: &Value) {
+        let _entered = self.span.enter();
+        tracing::warn!(
+            method = %method,
+            lane = self.id,
+            "unattributed server request answered locally"
+        );
+        let outcome = self.local_answer(method, params);
+        self.send_detached(Message::response(id, outcome));
+    }
+
+    /// Routes one message the legacy server sent.
+    pub fn handle(self: &Arc<Self>, message: Message) {
+        match message {
+            Message::Response { id, outcome } => {
+                if !self.complete(&id, Ok(outcome)) {
+                    let _entered = self.span.enter();
+                    tracing::debug!(id = %id, "response to no pending request dropped");
+                }
+            }
+            Message::Request { id, method, params } => {
+                let params = params.unwrap_or_else(|| Value::Object(Map::new()));
+                if method == "ping" {
+                    self.send_detached(Message::response(id, Ok(json!({}))));
+                    return;
+                }
+                self.route_request(id, method, params);
+            }
+            Message::Notification { method, params } => {
+                let params = params.unwrap_or_else(|| Value::Object(Map::new()));
+                self.route_notification(method, params);
+            }
+        }
+    }
+
+    fn route_request(self: &Arc<Self>, id: Value, method: String, params: Value) {
+        enum Next {
+            Local,
+            Delivered,
+            Later(mpsc::Sender<BackendEvent>, BackendEvent),
+        }
+        let event = BackendEvent::ServerRequest {
+            id: id.clone(),
+            method: method.clone(),
+            params: params.clone(),
+        };
+        let next = {
+            let mut state = self.state();
+            match state.lease.as_mut() {
+                None => Next::Local,
+                Some(route) => {
+                    let delivered = Delivered {
+                        id: id.clone(),
+                        method: method.clone(),
+                        params: params.clone(),
+                    };
+                    match route.events.try_send(event) {
+                        Ok(()) => {
+                            route.delivered.insert(value_key(&id), delivered);
+                            Next::Delivered
+                        }
+                        Err(mpsc::error::TrySendError::Full(event)) => {
+                            route.delivered.insert(value_key(&id), delivered);
+                            Next::Later(route.events.clone(), event)
+                        }
+                        Err(mpsc::error::TrySendError::Closed(_)) => Next::Local,
+                    }
+                }
+            }
+        };
+        match next {
+            Next::Local => self.answer_locally(id, &method, &params),
+            Next::Delivered => {
+                let _entered = self.span.enter();
+                tracing::debug!(method = %method, "server request routed to the lease");
+            }
+            Next::Later(events, event) => {
+                // The lease is not reading: wait for it without blocking the lane's reader.
+                let core = Arc::clone(self);
+                tokio::spawn(async move {
+                    if events.send(event).await.is_err() {
+                        let still_ours = {
+                            let mut state = core.state();
+                            state
+                                .lease
+                                .as_mut()
+                                .and_then(|route| route.delivered.remove(&value_key(&id)))
+                                .is_some()
+                        };
+                        if still_ours {
+                            core.answer_locally(id, &method, &params);
+                        }
+                    }
+                });
+            }
+        }
+    }
+
+    fn route_notification(&self, method: String, params: Value) {
+        let mut state = self.state();
+        if method == "notifications/progress" {
+            if let Some(token) = params.get("progressToken") {
+                let key = value_key(token);
+                if let Some(progress) = state.progress.get(&key) {
+                    match progress.try_send(params) {
+                        Ok(()) => {}
+                        Err(mpsc::error::TrySendError::Full(_)) => {
+                            let _entered = self.span.enter();
+                            tracing::debug!("progress channel full: progress dropped");
+                        }
+                        Err(mpsc::error::TrySendError::Closed(_)) => {
+                            state.progress.remove(&key);
+                        }
+                    }
+                    return;
+                }
+            }
+        }
+        let params = if let Some(route) = state.lease.as_mut() {
+            let event = BackendEvent::Notification {
+                method: method.clone(),
+                params,
+            };
+            match route.events.try_send(event) {
+                Ok(()) => return,
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    let _entered = self.span.enter();
+                    tracing::warn!(method = %method, "lease event channel full: notification dropped");
+                    return;
+                }
+                Err(mpsc::error::TrySendError::Closed(BackendEvent::Notification {
+                    params,
+                    ..
+                })) => params,
+                Err(mpsc::error::TrySendError::Closed(_)) => return,
+            }
+        } else {
+            params
+        };
+        drop(state);
+        self.log_notification(&method, &params);
+    }
+
+    /// A notification nobody takes: the proxy's own log.
+    fn log_notification(&self, method: &str, params: &Value) {
+        let _entered = self.span.enter();
+        if method == "notifications/message" {
+            let level = params
+                .get("level")
+                .and_then(Value::as_str)
+                .unwrap_or("info");
+            let logger = params
+                .get("logger")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let data = params.get("data").cloned().unwrap_or(Value::Null);
+            tracing::info!(
+                lane = self.id,
+                level,
+                logger,
+                data = %data,
+                "legacy server log message"
+            );
+        } else {
+            tracing::debug!(lane = self.id, method = %method, "unattributed notification");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Default)]
+    struct Capture(Mutex<Vec<Message>>);
+
+    impl Outbound for Arc<Capture> {
+        fn send_detached(&self, message: Message) {
+            self.0.lock().unwrap().push(message);
+        }
+    }
+
+    fn core(roots: &[&str]) -> (Arc<LaneCore>, Arc<Capture>) {
+        let core = LaneCore::new(
+            7,
+            CapabilityProfile::default(),
+            "test",
+            roots.iter().map(|r| r.to_string()).collect(),
+        );
+        let capture = Arc::new(Capture::default());
+        core.set_outbound(Box::new(Arc::clone(&capture)));
+        (core, capture)
+    }
+
+    fn request(id: i64, method: &str) -> Message {
+        Message::Request {
+            id: id.into(),
+            method: method.into(),
+            params: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn unattributed_requests_get_local_answers() {
+        let (core, sent) = core(&[]);
+        for (id, method) in [
+            (1, "ping"),
+            (2, "roots/list"),
+            (3, "elicitation/create"),
+            (4, "sampling/createMessage"),
+            (5, "frobnicate"),
+        ] {
+            core.handle(request(id, method));
+        }
+        let sent = sent.0.lock().unwrap().clone();
+        let outcomes: Vec<_> = sent
+            .into_iter()
+            .map(|m| match m {
+                Message::Response { outcome, .. } => outcome.map_err(|e| e.code),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            outcomes,
+            vec![
+                Ok(json!({})),
+                Err(-32603),
+                Ok(json!({"action": "decline"})),
+                Err(-32603),
+                Err(-32601)
+            ]
+        );
+        let (core, sent) = self::core(&["file:///w"]);
+        core.handle(request(1, "roots/list"));
+        assert_eq!(
+            sent.0.lock().unwrap()[0],
+            Message::response(1.into(), Ok(json!({"roots": [{"uri": "file:///w"}]})))
+        );
+    }
+
+    #[tokio::test]
+    async fn leased_requests_go_to_the_lease_and_unanswered_ones_are_answered_on_detach() {
+        let (core, sent) = core(&[]);
+        let (generation, mut events) = core.attach_lease();
+        core.handle(request(1, "elicitation/create"));
+        core.handle(request(2, "ping"));
+        core.handle(request(3, "roots/list"));
+        assert!(matches!(
+            events.recv().await,
+            Some(BackendEvent::ServerRequest { method, .. }) if method == "elicitation/create"
+        ));
+        core.responded(&json!(1));
+        core.detach_lease(generation);
+        let sent = sent.0.lock().unwrap().clone();
+        assert_eq!(sent.len(), 2, "{sent:?}");
+        assert_eq!(sent[0], Message::response(2.into(), Ok(json!({}))));
+        assert!(matches!(&sent[1], Message::Response { id, outcome: Err(_) } if *id == json!(3)));
+    }
+
+    #[tokio::test]
+    async fn responses_and_progress_reach_their_call() {
+        let (core, _) = core(&[]);
+        let (message, call, progress) = core
+            .start_request("tools/call", json!({"name": "x"}), 0, Some(json!("t")))
+            .unwrap();
+        let Message::Request { params, .. } = message else {
+            panic!()
+        };
+        assert_eq!(params.unwrap()["_meta"]["progressToken"], json!("t"));
+        let mut progress = progress.unwrap();
+        core.handle(Message::Notification {
+            method: "notifications/progress".into(),
+            params: Some(json!({"progressToken": "t", "progress": 1})),
+        });
+        core.handle(Message::response(
+            call.legacy_id.clone(),
+            Ok(json!({"ok": true})),
+        ));
+        assert_eq!(progress.recv().await.unwrap()["progress"], json!(1));
+        assert!(
+            progress.recv().await.is_none(),
+            "closed once the call completed"
+        );
+        assert_eq!(
+            call.response.await.unwrap().unwrap(),
+            Ok(json!({"ok": true}))
+        );
+        let (_, call, _) = core.start_request("x", Value::Null, 0, None).unwrap();
+        core.mark_dead();
+        assert!(matches!(
+            call.response.await.unwrap(),
+            Err(BackendError::Crashed)
+        ));
+        assert!(core.start_request("x", Value::Null, 0, None).is_err());
+    }
+}

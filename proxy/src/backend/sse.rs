@@ -1,0 +1,194 @@
+//! A small incremental parser for `text/event-stream` bodies (the WHATWG SSE format, as legacy
+//! Streamable HTTP servers write it).
+//!
+//! Lines end with LF, CRLF or CR. `data:` lines are joined with `\n`; a blank line ends the event.
+//! `id:` sets the last event id (kept across events, as the spec says), `retry:` the reconnection
+//! delay; comments (`:`) and unknown fields are ignored. An event without data (for example the
+//! 2025-11-25 priming event, which carries only an id) is not reported.
+
+/// One complete SSE event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SseEvent {
+    /// The `event:` field, `message` when absent.
+    pub event: String,
+    pub data: String,
+}
+
+/// Incremental SSE parser: feed it body chunks as they arrive.
+#[derive(Debug, Default)]
+pub(crate) struct SseParser {
+    /// Bytes of an unfinished line.
+    line: Vec<u8>,
+    /// The previous chunk ended with CR: a LF at the start of the next one belongs to it.
+    after_cr: bool,
+    data: String,
+    has_data: bool,
+    event: String,
+    /// The last `id:` seen (the stream's "last event ID").
+    last_event_id: Option<String>,
+    /// The last valid `retry:` value, in milliseconds.
+    retry_ms: Option<u64>,
+}
+
+impl SseParser {
+    pub fn new() -> Self {
+        SseParser::default()
+    }
+
+    /// The last event id the stream sent, for `Last-Event-ID` on reconnection.
+    pub fn last_event_id(&self) -> Option<&str> {
+        self.last_event_id.as_deref()
+    }
+
+    /// The server's requested reconnection delay, if it sent one.
+    pub fn retry_ms(&self) -> Option<u64> {
+        self.retry_ms
+    }
+
+    /// Feeds a chunk; returns the events it completed.
+    pub fn feed(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
+        let mut events = Vec::new();
+        for &byte in chunk {
+            if self.after_cr {
+                self.after_cr = false;
+                if byte == b'\n' {
+                    continue;
+                }
+            }
+            match byte {
+                b'\n' => self.end_line(&mut events),
+                b'\r' => {
+                    self.after_cr = true;
+                    self.end_line(&mut events);
+                }
+                _ => self.line.push(byte),
+            }
+        }
+        events
+    }
+
+    /// The stream ended: an unterminated event is discarded (as the SSE spec requires).
+    pub fn finish(&mut self) {
+        self.line.clear();
+        self.reset_event();
+    }
+
+    fn end_line(&mut self, events: &mut Vec<SseEvent>) {
+        let line = std::mem::take(&mut self.line);
+        let line = String::from_utf8_lossy(&line);
+        if line.is_empty() {
+            // As in the WHATWG algorithm, an event whose data is empty is not dispatched.
+            if self.has_data && !self.data.is_empty() {
+                events.push(SseEvent {
+                    event: if self.event.is_empty() {
+                        "message".into()
+                    } else {
+                        std::mem::take(&mut self.event)
+                    },
+                    data: std::mem::take(&mut self.data),
+                });
+            }
+            self.reset_event();
+            return;
+        }
+        if line.starts_with(':') {
+            return;
+        }
+        let (field, value) = match line.find(':') {
+            Some(at) => {
+                let value = &line[at + 1..];
+                (&line[..at], value.strip_prefix(' ').unwrap_or(value))
+            }
+            None => (&*line, ""),
+        };
+        match field {
+            "data" => {
+                if self.has_data {
+                    self.data.push('\n');
+                }
+                self.data.push_str(value);
+                self.has_data = true;
+            }
+            "event" => self.event = value.to_owned(),
+            "id" if !value.contains('\0') => self.last_event_id = Some(value.to_owned()),
+            "retry" => {
+                if let Ok(ms) = value.parse::<u64>() {
+                    self.retry_ms = Some(ms);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn reset_event(&mut self) {
+        self.data.clear();
+        self.has_data = false;
+        self.event.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all(parser: &mut SseParser, chunks: &[&[u8]]) -> Vec<SseEvent> {
+        chunks.iter().flat_map(|chunk| parser.feed(chunk)).collect()
+    }
+
+    #[test]
+    fn rmcp_streams_parse_with_priming_events_skipped() {
+        let mut parser = SseParser::new();
+        let events = all(
+            &mut parser,
+            &[b"data: \nid: 0/0\nretry: 3000\n\ndata: {\"a\":1}\nid: 1/0\n\n"],
+        );
+        assert_eq!(
+            events,
+            vec![SseEvent {
+                event: "message".into(),
+                data: "{\"a\":1}".into()
+            }]
+        );
+        assert_eq!(parser.last_event_id(), Some("1/0"));
+        assert_eq!(parser.retry_ms(), Some(3000));
+    }
+
+    #[test]
+    fn multi_line_data_comments_crlf_and_split_chunks() {
+        let mut parser = SseParser::new();
+        let events = all(
+            &mut parser,
+            &[
+                b": keep-alive\r",
+                b"\nevent: message\r\ndata:line1\r",
+                b"\ndata: line2\r\n\r",
+                b"\ndata",
+                b": x\r\rdata: y\n",
+            ],
+        );
+        assert_eq!(
+            events,
+            vec![
+                SseEvent {
+                    event: "message".into(),
+                    data: "line1\nline2".into()
+                },
+                SseEvent {
+                    event: "message".into(),
+                    data: "x".into()
+                },
+            ]
+        );
+        // An unterminated event is dropped at the end of the stream.
+        parser.finish();
+        assert!(parser.feed(b"\n").is_empty());
+    }
+
+    #[test]
+    fn other_event_types_and_bad_retry_are_kept_apart() {
+        let mut parser = SseParser::new();
+        let events = all(&mut parser, &[b"event: ping\ndata: 1\nretry: soon\n\n"]);
+        assert_eq!(events[0].event, "ping");
+        assert_eq!(parser.retry_ms(), None);
+    }
+}
