@@ -14,12 +14,12 @@
 
 pub mod backend;
 pub mod capabilities;
+pub mod config;
 pub mod engine;
 pub mod front;
 pub mod jsonrpc;
 pub mod state;
 pub mod store;
-pub mod config;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,7 +45,10 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
         .with_context(|| format!("could not open the pause store in {}", args.store.display()))?;
     let lost = store.mark_previous_boots_lost()?;
     if lost > 0 {
-        tracing::warn!(lost, "paused calls of the previous run were lost; their retries will be refused");
+        tracing::warn!(
+            lost,
+            "paused calls of the previous run were lost; their retries will be refused"
+        );
     }
     let key = match (&args.state_key_file, std::env::var("MCP_MRTR_STATE_KEY")) {
         (Some(path), _) => {
@@ -53,7 +56,9 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
                 .with_context(|| format!("could not read --state-key-file {}", path.display()))?;
             state::StateKey::from_text(&text).context("invalid --state-key-file")?
         }
-        (None, Ok(text)) => state::StateKey::from_text(&text).context("invalid MCP_MRTR_STATE_KEY")?,
+        (None, Ok(text)) => {
+            state::StateKey::from_text(&text).context("invalid MCP_MRTR_STATE_KEY")?
+        }
         (None, Err(_)) => store.state_key()?,
     };
     let pool = backend::LanePool::new(
@@ -93,7 +98,7 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
     let handler: Arc<dyn front::Handler> = engine.clone();
     if args.stdio {
         let stdin = tokio::io::BufReader::new(tokio::io::stdin());
-        front::stdio::serve_stdio(stdin, tokio::io::stdout(), handler, shutdown.clone()).await;
+        front::stdio::serve_stdio(stdin, tokio::io::stdout(), handler, shutdown.clone()).await?;
     } else {
         let listener = tokio::net::TcpListener::bind(args.listen)
             .await
@@ -102,9 +107,8 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
         println!("listening on http://{address}/mcp");
         let config = front::http::HttpFrontConfig {
             listen: address,
-            path: "/mcp".into(),
-            max_body_bytes: 4 * 1024 * 1024,
             allowed_origins: args.allowed_origins.clone(),
+            ..front::http::HttpFrontConfig::default()
         };
         front::http::serve(listener, config, handler, shutdown.clone()).await?;
     }

@@ -987,6 +987,7 @@ mod tests {
             "name": "deploy",
             "arguments": {"env": "prod", "replicas": 3},
             "inputResponses": {"confirm": {"action": "accept", "content": {"ok": true}}},
+            // mcp-lint: allow(unsigned-request-state) a client retry's echo; the digest ignores it
             "requestState": "mrs1.whatever"
         });
         let bare = json!({"name": "deploy", "arguments": {"env": "prod", "replicas": 3}});
