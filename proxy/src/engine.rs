@@ -89,6 +89,13 @@ struct LiveCall {
     pending: BTreeMap<String, PendingInput>,
     /// The highest progress value sent per front progress token.
     last_progress: Option<f64>,
+    /// The params the legacy request was sent with (to send it again after a -32042 round).
+    legacy_request: Value,
+    /// The legacy request has answered (its response receiver must not be polled again).
+    answered: bool,
+    /// The legacy server refused with -32042: once the URL elicitations are accepted, the proxy
+    /// sends the original request again (T9). `Some(false)` once one was declined or cancelled.
+    reissue: Option<bool>,
 }
 
 impl std::fmt::Debug for LiveCall {
@@ -375,12 +382,10 @@ impl Engine {
             }
         };
         let token = format!("mrtr-{}", PauseId::random());
+        let legacy_request = Engine::legacy_params(&request.params, Some(&token));
         let call = match lease
             .lane
-            .request(
-                &request.method,
-                Engine::legacy_params(&request.params, Some(&token)),
-            )
+            .request(&request.method, legacy_request.clone())
             .await
         {
             Ok(call) => call,
@@ -402,6 +407,9 @@ impl Engine {
             issued: HashMap::new(),
             pending: BTreeMap::new(),
             last_progress: None,
+            legacy_request,
+            answered: false,
+            reissue: None,
         };
         self.pump(live, &request, sink).await;
     }
@@ -491,6 +499,36 @@ impl Engine {
             .await;
             return;
         }
+        if live.pending.is_empty() {
+            match live.reissue {
+                Some(true) => {
+                    // Every URL elicitation of the -32042 round was accepted: call again (T9).
+                    let sent = live
+                        .lease
+                        .lane
+                        .request(&live.method, live.legacy_request.clone())
+                        .await;
+                    match sent {
+                        Ok(call) => {
+                            live.call = call;
+                            live.answered = false;
+                            live.reissue = None;
+                        }
+                        Err(error) => {
+                            sink.finish(request.id, Err(internal(error.to_string())))
+                                .await;
+                            return;
+                        }
+                    }
+                }
+                Some(false) => {
+                    sink.finish(request.id, declined_url_outcome(&live.method))
+                        .await;
+                    return;
+                }
+                None => {}
+            }
+        }
         self.pump(live, &request, sink).await;
     }
 
@@ -513,6 +551,13 @@ impl Engine {
                 continue;
             };
             let pending = live.pending.remove(&key).expect("key listed above");
+            if live.reissue.is_some() {
+                // A URL elicitation of a -32042 round: nobody waits for it on the legacy side.
+                if result.get("action").and_then(Value::as_str) != Some("accept") {
+                    live.reissue = Some(false);
+                }
+                continue;
+            }
             live.lease
                 .lane
                 .respond(pending.legacy_id, Ok(result))
@@ -565,11 +610,20 @@ impl Engine {
             tokio::select! {
                 biased;
                 () = sink.closed() => return Step::Fail(None),
-                response = &mut live.call.response => {
+                response = &mut live.call.response, if !live.answered => {
+                    live.answered = true;
+                    let outcome = flatten(response);
+                    if let Err(error) = &outcome {
+                        if error.code == codes::LEGACY_URL_ELICITATION_REQUIRED {
+                            if let Some(step) = url_elicitation_round(live, sink, error) {
+                                return step;
+                            }
+                        }
+                    }
                     // Unanswered requests of a finished call are moot.
                     live.pending.clear();
                     return Step::Finished(
-                        flatten(response)
+                        outcome
                             .map(|result| decorate_result(&live.method, result))
                             .map_err(translate_error),
                     );
@@ -773,13 +827,19 @@ impl Engine {
     /// an error, and sends `notifications/cancelled` for the call.
     async fn abandon(&self, live: &mut LiveCall, reason: &str) {
         for (_, pending) in std::mem::take(&mut live.pending) {
+            if pending.legacy_id.is_null() {
+                continue;
+            }
             let _ = live
                 .lease
                 .lane
                 .respond(pending.legacy_id, refusal_for(&pending.method))
                 .await;
         }
-        let _ = live
+        if live.answered {
+            return;
+        }
+        let sent = live
             .lease
             .lane
             .notify(
@@ -787,6 +847,7 @@ impl Engine {
                 json!({"requestId": live.call.legacy_id, "reason": reason}),
             )
             .await;
+        info!(legacy_id = %live.call.legacy_id, reason, delivered = sent.is_ok(), "cancelled the legacy call");
     }
 
     /// Expires pauses whose deadline has passed: their legacy requests get `cancel` or an error,
@@ -890,6 +951,69 @@ fn translate_error(mut error: ErrorObject) -> ErrorObject {
     error
 }
 
+/// Turns a legacy `-32042` (URL elicitation required, forbidden in 2026-07-28) into an MRTR round
+/// of URL-mode input requests (T9). `None` when the error carries no usable elicitation.
+fn url_elicitation_round(
+    live: &mut LiveCall,
+    sink: &ResponseSink,
+    error: &ErrorObject,
+) -> Option<Step> {
+    let elicitations: Vec<Value> = error
+        .data
+        .as_ref()?
+        .get("elicitations")?
+        .as_array()?
+        .iter()
+        .filter(|e| e.get("url").and_then(Value::as_str).is_some())
+        .cloned()
+        .collect();
+    if elicitations.is_empty() {
+        return None;
+    }
+    if !live.profile.elicitation_url {
+        if sink.started() {
+            return None;
+        }
+        return Some(Step::Fail(Some(
+            ErrorObject::new(
+                codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                "the legacy server requires a URL-mode elicitation, which this request's clientCapabilities do not declare",
+            )
+            .with_data(json!({"requiredCapabilities": {"elicitation": {"url": {}}}})),
+        )));
+    }
+    for mut params in elicitations {
+        params["mode"] = "url".into();
+        let key = input_key(live, "elicitation/create", &params);
+        let input_request = input_request("elicitation/create", &params, &live.profile);
+        live.pending.insert(
+            key,
+            PendingInput {
+                legacy_id: Value::Null,
+                method: "elicitation/create".into(),
+                legacy_params: params,
+                input_request,
+            },
+        );
+    }
+    live.reissue = Some(true);
+    Some(Step::Pause)
+}
+
+/// The front answer when the user declined a URL elicitation of a -32042 round.
+fn declined_url_outcome(method: &str) -> Result<Value, ErrorObject> {
+    let message = "the user did not complete the URL elicitation the legacy server requires";
+    if method == "tools/call" {
+        Ok(json!({
+            "resultType": "complete",
+            "content": [{"type": "text", "text": message}],
+            "isError": true,
+        }))
+    } else {
+        Err(internal(message))
+    }
+}
+
 /// How the proxy refuses a legacy input request on the legacy side.
 fn refusal_for(method: &str) -> Result<Value, ErrorObject> {
     match method {
@@ -898,8 +1022,9 @@ fn refusal_for(method: &str) -> Result<Value, ErrorObject> {
     }
 }
 
-/// The `inputRequests` key of a legacy request: the hint in its `_meta` when present, else the
-/// single property name of a one-field form, else `<kind>_<n>` numbered within the call.
+/// The `inputRequests` key of a legacy request: the hint in its `_meta` (`INPUT_KEY_HINT`) when
+/// present and unused in this round, else `<kind>_<n>` numbered within the call
+/// (`elicitation_1`, `sampling_1`, `roots_1`, ...).
 fn input_key(live: &mut LiveCall, method: &str, params: &Value) -> String {
     let hint = params
         .get("_meta")

@@ -101,6 +101,8 @@ struct FixtureServer {
     log_level: Arc<Mutex<LoggingLevel>>,
     /// Source of unique ids for URL elicitations.
     next_elicitation: Arc<AtomicU64>,
+    /// Whether `open_vault` was already refused once in this session (then it succeeds).
+    vault_consented: Arc<std::sync::atomic::AtomicBool>,
     tool_router: ToolRouter<FixtureServer>,
 }
 
@@ -109,6 +111,7 @@ impl FixtureServer {
         Self {
             log_level: Arc::new(Mutex::new(LoggingLevel::Info)),
             next_elicitation: Arc::new(AtomicU64::new(1)),
+            vault_consented: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             tool_router: Self::tool_router(),
         }
     }
@@ -185,6 +188,29 @@ impl FixtureServer {
         Ok(text(format!(
             "URL elicitation {elicitation_id}: {action:?}"
         )))
+    }
+
+    #[tool(
+        description = "Open the vault; the first call per session fails with -32042 (URL elicitation required)"
+    )]
+    async fn open_vault(&self) -> Result<CallToolResult, McpError> {
+        // Legacy (2025-11-25): refuse with URLElicitationRequiredError and expect the client to
+        // send the user to the URL, then call again.
+        if !self.vault_consented.swap(true, Ordering::SeqCst) {
+            let n = self.next_elicitation.fetch_add(1, Ordering::Relaxed);
+            return Err(McpError::url_elicitation_required(
+                "Authorize vault access first",
+                Some(serde_json::json!({
+                    "elicitations": [{
+                        "mode": "url",
+                        "message": "Authorize vault access",
+                        "url": "https://vault.example.com/authorize",
+                        "elicitationId": format!("vault-{n}"),
+                    }]
+                })),
+            ));
+        }
+        Ok(text("vault opened".to_owned()))
     }
 
     #[tool(description = "Summarize the text with the client's LLM (sampling)")]

@@ -35,6 +35,10 @@ impl Logs {
         lines.push_back(line);
     }
 
+    fn snapshot(&self) -> Vec<String> {
+        self.0.lock().unwrap().iter().cloned().collect()
+    }
+
     fn dump(&self, who: &str) {
         let lines = self.0.lock().unwrap();
         eprintln!("---- last {} lines of {who} ----", lines.len());
@@ -248,6 +252,11 @@ impl Proxy {
     }
 
     /// `http://127.0.0.1:PORT/healthz`
+    /// The last lines the proxy wrote to stderr/stdout (its `tracing` log).
+    pub fn log_lines(&self) -> Vec<String> {
+        self.logs.snapshot()
+    }
+
     pub fn healthz_url(&self) -> String {
         let base = self.url.strip_suffix("/mcp").unwrap_or(&self.url);
         format!("{base}/healthz")
