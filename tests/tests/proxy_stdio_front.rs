@@ -43,7 +43,7 @@ fn a_full_mrtr_round_over_the_stdio_front() {
             }
         }
     });
-    let mut send = |message: Value| {
+    let send = |stdin: &mut std::process::ChildStdin, message: Value| {
         writeln!(stdin, "{message}").unwrap();
         stdin.flush().unwrap();
     };
@@ -69,7 +69,10 @@ fn a_full_mrtr_round_over_the_stdio_front() {
     );
 
     let call = json!({"name": "ask_name", "arguments": {}, "_meta": meta()});
-    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}));
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}),
+    );
     let first = receive(2);
     assert_eq!(first["result"]["resultType"], "input_required", "{first}");
     let key = first["result"]["inputRequests"]
@@ -82,7 +85,10 @@ fn a_full_mrtr_round_over_the_stdio_front() {
     let mut retry = call.clone();
     retry["inputResponses"] = json!({ key: {"action": "accept", "content": {"name": "Stdio"}} });
     retry["requestState"] = first["result"]["requestState"].clone();
-    send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": retry}));
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": retry}),
+    );
     let done = receive(3);
     assert_eq!(
         done["result"]["content"][0]["text"], "Hello, Stdio!",
@@ -90,11 +96,13 @@ fn a_full_mrtr_round_over_the_stdio_front() {
     );
 
     // Invalid input gets an error line, not silence or a crash.
-    send(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {}}));
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {}}),
+    );
     let invalid = receive(4);
     assert_eq!(invalid["error"]["code"], -32602, "{invalid}");
 
-    drop(send);
     drop(stdin);
     let status = child.wait().expect("the proxy exits after EOF on stdin");
     assert!(status.success(), "{status:?}");
