@@ -72,7 +72,6 @@ fn a_full_mrtr_round_over_the_stdio_front() {
     let call = json!({"name": "ask_name", "arguments": {}, "_meta": meta()});
     send(
         &mut stdin,
-        &mut stdin,
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}),
     );
     let first = receive(2);
@@ -89,7 +88,6 @@ fn a_full_mrtr_round_over_the_stdio_front() {
     retry["requestState"] = first["result"]["requestState"].clone();
     send(
         &mut stdin,
-        &mut stdin,
         json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": retry}),
     );
     let done = receive(3);
@@ -100,7 +98,6 @@ fn a_full_mrtr_round_over_the_stdio_front() {
 
     // Invalid input gets an error line, not silence or a crash.
     send(
-        &mut stdin,
         &mut stdin,
         json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {}}),
     );
