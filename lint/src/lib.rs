@@ -67,7 +67,7 @@ pub fn lint(targets: &Targets, config: &Config, use_prefilter: bool) -> Outcome 
         .collect();
     let manifest_results: Vec<FileResult> = manifests
         .par_iter()
-        .map(|path| lint_manifest(path, &display_path(path, &cwd), config))
+        .map(|path| lint_manifest(path, &display_path(path, &cwd), config, use_prefilter))
         .collect();
 
     let mut outcome = Outcome::default();
@@ -102,7 +102,7 @@ fn lint_rust(
         Ok(bytes) => bytes,
         Err(error) => return unreadable(display, &error.to_string(), config),
     };
-    if use_prefilter && !prefilter::may_match(&bytes) {
+    if use_prefilter && !prefilter::may_match(&bytes, context.depends_on_sdk) {
         return FileResult {
             skipped: true,
             ..FileResult::default()
@@ -117,7 +117,20 @@ fn lint_rust(
     finish(&file, CommentStyle::Slashes, diagnostics, path, config)
 }
 
-fn lint_manifest(path: &Path, display: &Path, config: &Config) -> FileResult {
+fn lint_manifest(path: &Path, display: &Path, config: &Config, use_prefilter: bool) -> FileResult {
+    if use_prefilter {
+        // Both manifest rules are about an rmcp dependency: a manifest that never names rmcp
+        // (and carries no suppression comment) has nothing to report and is not parsed.
+        match std::fs::read(path) {
+            Ok(bytes) if !prefilter::manifest_may_match(&bytes) => {
+                return FileResult {
+                    skipped: true,
+                    ..FileResult::default()
+                };
+            }
+            _ => {}
+        }
+    }
     match manifest::Manifest::read(path, display.to_path_buf()) {
         Ok(manifest) => {
             let diagnostics = manifest.check();

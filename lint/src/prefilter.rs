@@ -1,5 +1,11 @@
 //! A byte-level pre-filter: a Rust file that contains none of the trigger words cannot match any
 //! rule, so syn never parses it. One Aho-Corasick automaton scans each file once.
+//!
+//! Two trigger sets, chosen by the file's crate: in a crate that depends on rmcp every rule can
+//! fire, so [`TRIGGERS`] holds the words of every rule. In any other crate the rules that need the
+//! SDK (method names, capability builders, rmcp paths) can only fire if the file itself names
+//! `rmcp`; what remains is hand-written JSON-RPC, so [`STANDALONE_TRIGGERS`] is much tighter and
+//! most files of a large non-MCP tree are never parsed.
 
 use std::sync::OnceLock;
 
@@ -47,14 +53,43 @@ pub const TRIGGERS: &[&str] = &[
     "mcp-lint:",
 ];
 
-fn automaton() -> &'static AhoCorasick {
-    static AUTOMATON: OnceLock<AhoCorasick> = OnceLock::new();
-    AUTOMATON.get_or_init(|| AhoCorasick::new(TRIGGERS).expect("valid trigger patterns"))
+/// Triggers for files of crates that do not depend on rmcp: the SDK's name (any SDK rule needs a
+/// path rooted at it) and the JSON-RPC strings and keys that hand-written MCP code contains.
+pub const STANDALONE_TRIGGERS: &[&str] = &[
+    "rmcp",
+    "sampling/",
+    "roots/",
+    "notifications/",
+    "logging/",
+    "elicitation/",
+    "includeContext",
+    "input_required",
+    "requestState",
+    "requestedSchema",
+    "mcp-lint:",
+];
+
+fn automaton(depends_on_sdk: bool) -> &'static AhoCorasick {
+    static FULL: OnceLock<AhoCorasick> = OnceLock::new();
+    static STANDALONE: OnceLock<AhoCorasick> = OnceLock::new();
+    if depends_on_sdk {
+        FULL.get_or_init(|| AhoCorasick::new(TRIGGERS).expect("valid trigger patterns"))
+    } else {
+        STANDALONE
+            .get_or_init(|| AhoCorasick::new(STANDALONE_TRIGGERS).expect("valid trigger patterns"))
+    }
 }
 
-/// Whether a Rust source may contain something a rule looks for.
-pub fn may_match(source: &[u8]) -> bool {
-    automaton().is_match(source)
+/// Whether a `Cargo.toml` may hold something to report: an rmcp dependency or a suppression.
+pub fn manifest_may_match(manifest: &[u8]) -> bool {
+    memchr::memmem::find(manifest, b"rmcp").is_some()
+        || memchr::memmem::find(manifest, b"mcp-lint:").is_some()
+}
+
+/// Whether a Rust source may contain something a rule looks for, given whether its crate
+/// depends on rmcp.
+pub fn may_match(source: &[u8], depends_on_sdk: bool) -> bool {
+    automaton(depends_on_sdk).is_match(source)
 }
 
 #[cfg(test)]
@@ -63,16 +98,44 @@ mod tests {
 
     #[test]
     fn files_without_trigger_words_are_skipped() {
-        assert!(!may_match(b"fn main() { println!(\"hello\"); }"));
-        assert!(may_match(b"ctx.peer.create_message(p)"));
-        assert!(may_match(b"json!({\"method\": \"roots/list\"})"));
-        assert!(may_match(b"use rmcp::transport::SseServer;"));
+        for sdk in [true, false] {
+            assert!(!may_match(b"fn main() { println!(\"hello\"); }", sdk));
+            assert!(may_match(b"json!({\"method\": \"roots/list\"})", sdk));
+            assert!(may_match(b"use rmcp::transport::SseServer;", sdk));
+        }
+        assert!(may_match(b"ctx.peer.create_message(p)", true));
+        // Outside an rmcp crate, a method name alone cannot be an MCP call.
+        assert!(!may_match(
+            b"mailer.create_message(p); notify_all(); let mode = Capabilities::x;",
+            false
+        ));
     }
 
     #[test]
     fn every_method_name_rule_passes_the_filter() {
         for name in crate::rust::METHOD_NAMES {
-            assert!(may_match(name.as_bytes()), "{name}");
+            assert!(may_match(name.as_bytes(), true), "{name}");
+        }
+    }
+
+    #[test]
+    fn standalone_triggers_cover_every_sdk_free_rule() {
+        // What `symbols::method_literal` and the `json!` checks look for without the SDK.
+        for text in [
+            "sampling/createMessage",
+            "roots/list",
+            "notifications/roots/list_changed",
+            "notifications/message",
+            "logging/setLevel",
+            "notifications/elicitation/complete",
+            "elicitation/create",
+            "includeContext",
+            "input_required",
+            "requestState",
+            "requestedSchema",
+        ] {
+            assert!(may_match(text.as_bytes(), false), "{text}");
+            assert!(may_match(text.as_bytes(), true), "{text}");
         }
     }
 }

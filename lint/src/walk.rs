@@ -152,8 +152,17 @@ impl CrateIndex {
             }
             visited.push(dir.to_path_buf());
             let manifest_path = dir.join("Cargo.toml");
-            if manifest_path.is_file() {
-                if let Ok(manifest) = Manifest::read(&manifest_path, manifest_path.clone()) {
+            if let Ok(text) = std::fs::read_to_string(&manifest_path) {
+                // Byte-level shortcut: a manifest that never says `rmcp` has no SDK dependency.
+                if !text.contains(crate::manifest::RMCP) {
+                    if text.contains("[package]") {
+                        self.package_dirs.insert(dir.to_path_buf());
+                        found = Some(Arc::new(CrateContext::default()));
+                        break;
+                    }
+                    continue;
+                }
+                if let Ok(manifest) = Manifest::parse(&manifest_path, manifest_path.clone(), text) {
                     if manifest.package_name.is_some() {
                         self.package_dirs.insert(dir.to_path_buf());
                         found = Some(Arc::new(CrateContext {

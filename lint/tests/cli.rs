@@ -330,7 +330,7 @@ fn unparsable_files_are_reported_and_the_run_continues() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("broken.rs"),
-        "fn handler( { peer.create_message(\n",
+        "use rmcp::Peer;\nfn handler( { peer.create_message(\n",
     )
     .unwrap();
     std::fs::write(
@@ -338,11 +338,15 @@ fn unparsable_files_are_reported_and_the_run_continues() {
         "use rmcp::Peer;\nfn f(peer: Peer<rmcp::RoleServer>) { let _ = peer.list_roots(); }\n",
     )
     .unwrap();
-    std::fs::write(dir.path().join("latin1.rs"), b"// caf\xe9 create_message\n").unwrap();
+    std::fs::write(
+        dir.path().join("latin1.rs"),
+        b"// caf\xe9 rmcp create_message\n",
+    )
+    .unwrap();
     let output = lint_in(dir.path(), &["--format", "concise", "."]);
     assert_eq!(output.status.code(), Some(1));
     let text = stdout(&output);
-    assert!(text.contains("broken.rs:1:"), "{text}");
+    assert!(text.contains("broken.rs:2:"), "{text}");
     assert!(text.contains("unparsable-file"));
     assert!(text.contains("latin1.rs:1:1: warning[MCP901 unparsable-file] could not read this file: the file is not valid UTF-8"), "{text}");
     assert!(
