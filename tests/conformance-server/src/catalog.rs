@@ -60,6 +60,16 @@ pub fn tools() -> Vec<Value> {
             "test_tool_with_progress",
             "Tests tool that reports progress notifications",
         ),
+        // The one plain tool of the (not scored) tasks-* scenarios: a synchronous call.
+        json!({
+            "name": "greet",
+            "description": "Greets someone by name",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}},
+                "required": ["name"],
+            },
+        }),
         // json-schema-2020-12: the raw schema must survive tools/list unchanged.
         json!({
             "name": "json_schema_2020_12_tool",
@@ -208,6 +218,13 @@ pub fn static_tool_result(name: &str, arguments: &JsonObject) -> Option<Value> {
                 "isError": true,
                 "content": [{"type": "text", "text": "This tool intentionally returns an error for testing"}],
             }));
+        }
+        "greet" => {
+            let name = arguments
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("World");
+            json!([{"type": "text", "text": format!("Hello, {name}!")}])
         }
         "json_schema_2020_12_tool" => json!([{
             "type": "text",
