@@ -49,6 +49,9 @@ const CACHEABLE: &[&str] = &[
 ];
 /// Legacy requests that become MRTR input requests.
 const INPUT_METHODS: &[&str] = &["elicitation/create", "sampling/createMessage", "roots/list"];
+/// How long a call over an HTTP backend waits after its legacy response for log notifications
+/// still on the way (they travel on another stream), when the front request asked for logs.
+const LOG_LINGER: Duration = Duration::from_millis(100);
 /// `_meta` key a legacy server may set on its request to choose the `inputRequests` key.
 pub const INPUT_KEY_HINT: &str = "io.github.mcp-migrate/inputKey";
 
@@ -616,6 +619,7 @@ impl Engine {
                 () = sink.closed() => return Step::Fail(None),
                 response = &mut live.call.response, if !live.answered => {
                     live.answered = true;
+                    self.settle(live, request, sink).await;
                     let outcome = flatten(response);
                     if let Err(error) = &outcome {
                         if error.code == codes::LEGACY_URL_ELICITATION_REQUIRED {
@@ -650,6 +654,31 @@ impl Engine {
                     }
                     return Step::Pause;
                 }
+            }
+        }
+    }
+
+    /// Delivers what the legacy server sent before its response but the proxy has not handled
+    /// yet: it belongs to this request. Over an HTTP backend, logs travel on the session's GET
+    /// stream, apart from the response (rmcp 2.x), and may arrive after it: when the front
+    /// request asked for logs, wait `LOG_LINGER` for them.
+    async fn settle(&self, live: &mut LiveCall, request: &FrontRequest, sink: &mut ResponseSink) {
+        while let Ok(event) = live.lease.events.try_recv() {
+            let _ = self.on_event(live, request, sink, event).await;
+        }
+        if request.log_level.is_none() || live.lease.lane.transport() != "http" {
+            return;
+        }
+        let deadline = tokio::time::Instant::now() + LOG_LINGER;
+        loop {
+            tokio::select! {
+                event = live.lease.events.recv() => match event {
+                    Some(event) => {
+                        let _ = self.on_event(live, request, sink, event).await;
+                    }
+                    None => return,
+                },
+                () = tokio::time::sleep_until(deadline) => return,
             }
         }
     }
