@@ -49,6 +49,9 @@ const CACHEABLE: &[&str] = &[
 ];
 /// Legacy requests that become MRTR input requests.
 const INPUT_METHODS: &[&str] = &["elicitation/create", "sampling/createMessage", "roots/list"];
+/// How long a call over an HTTP backend waits after its legacy response for log notifications
+/// still on the way (they travel on another stream), when the front request asked for logs.
+const LOG_LINGER: Duration = Duration::from_millis(100);
 /// `_meta` key a legacy server may set on its request to choose the `inputRequests` key.
 pub const INPUT_KEY_HINT: &str = "io.github.mcp-migrate/inputKey";
 
@@ -87,6 +90,11 @@ struct LiveCall {
     /// Keys handed out so far, for numbering (`elicitation_1`, `elicitation_2`, ...).
     issued: HashMap<&'static str, u32>,
     pending: BTreeMap<String, PendingInput>,
+    /// Entries of the current front request's `inputResponses` that answer no pending request:
+    /// a legacy request that arrives during this front request under one of these keys is
+    /// answered with it at once (if it is a valid answer for its kind), without a round. Cleared
+    /// when the call pauses.
+    offered: Map<String, Value>,
     /// The highest progress value sent per front progress token.
     last_progress: Option<f64>,
     /// The params the legacy request was sent with (to send it again after a -32042 round).
@@ -253,16 +261,13 @@ impl Engine {
             .await
             .map_err(|error| internal(error.to_string()))?;
         let legacy = &initialized.result;
-        let mut capabilities = legacy.get("capabilities").cloned().unwrap_or(json!({}));
-        if let Some(map) = capabilities.as_object_mut() {
-            map.remove("tasks");
-            if map.contains_key("logging") {
-                self.warn_deprecated(
-                    "legacy-server",
-                    RuleId::DeprecatedLogging,
-                    "the legacy server declares the logging capability",
-                );
-            }
+        let capabilities = front_capabilities(legacy.get("capabilities"));
+        if legacy.pointer("/capabilities/logging").is_some() {
+            self.warn_deprecated(
+                "legacy-server",
+                RuleId::DeprecatedLogging,
+                "the legacy server declares the logging capability",
+            );
         }
         let mut result = json!({
             "resultType": "complete",
@@ -406,6 +411,9 @@ impl Engine {
             round: 0,
             issued: HashMap::new(),
             pending: BTreeMap::new(),
+            // A first call may already carry answers (a client that knows the keys, e.g. from
+            // the legacy server's `inputKey` hints).
+            offered: input_responses(&request.params),
             last_progress: None,
             legacy_request,
             answered: false,
@@ -483,12 +491,8 @@ impl Engine {
             .store
             .set_status(&claims.pause_id, PauseStatus::Finished);
         live.profile = profile;
-        let responses = request
-            .params
-            .get("inputResponses")
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
+        let mut responses = input_responses(&request.params);
+        let round_keys: HashSet<String> = live.pending.keys().cloned().collect();
         if let Err(error) = self.deliver(&mut live, &responses).await {
             sink.finish(
                 request.id,
@@ -499,6 +503,9 @@ impl Engine {
             .await;
             return;
         }
+        // The answers to nothing asked yet may answer what the legacy server asks next.
+        responses.retain(|key, _| !round_keys.contains(key));
+        live.offered = responses;
         if live.pending.is_empty() {
             match live.reissue {
                 Some(true) => {
@@ -533,7 +540,7 @@ impl Engine {
     }
 
     /// Sends each answered input request to the legacy server; unanswered (or malformed) ones stay
-    /// pending and are asked again. Unknown keys are ignored.
+    /// pending and are asked again. Other keys are left to the caller (see `LiveCall::offered`).
     async fn deliver(
         &self,
         live: &mut LiveCall,
@@ -612,6 +619,7 @@ impl Engine {
                 () = sink.closed() => return Step::Fail(None),
                 response = &mut live.call.response, if !live.answered => {
                     live.answered = true;
+                    self.settle(live, request, sink).await;
                     let outcome = flatten(response);
                     if let Err(error) = &outcome {
                         if error.code == codes::LEGACY_URL_ELICITATION_REQUIRED {
@@ -646,6 +654,31 @@ impl Engine {
                     }
                     return Step::Pause;
                 }
+            }
+        }
+    }
+
+    /// Delivers what the legacy server sent before its response but the proxy has not handled
+    /// yet: it belongs to this request. Over an HTTP backend, logs travel on the session's GET
+    /// stream, apart from the response (rmcp 2.x), and may arrive after it: when the front
+    /// request asked for logs, wait `LOG_LINGER` for them.
+    async fn settle(&self, live: &mut LiveCall, request: &FrontRequest, sink: &mut ResponseSink) {
+        while let Ok(event) = live.lease.events.try_recv() {
+            let _ = self.on_event(live, request, sink, event).await;
+        }
+        if request.log_level.is_none() || live.lease.lane.transport() != "http" {
+            return;
+        }
+        let deadline = tokio::time::Instant::now() + LOG_LINGER;
+        loop {
+            tokio::select! {
+                event = live.lease.events.recv() => match event {
+                    Some(event) => {
+                        let _ = self.on_event(live, request, sink, event).await;
+                    }
+                    None => return,
+                },
+                () = tokio::time::sleep_until(deadline) => return,
             }
         }
     }
@@ -698,6 +731,16 @@ impl Engine {
                     return None;
                 }
                 let key = input_key(live, &method, &params);
+                if let Some(answer) = live.offered.remove(&key) {
+                    if let Some(result) = legacy_response(&method, &params, &answer) {
+                        debug!(key, "answered from the request's own inputResponses");
+                        if let Err(error) = live.lease.lane.respond(id, Ok(result)).await {
+                            return Some(internal(format!("the legacy server is gone ({error})")));
+                        }
+                        return None;
+                    }
+                    debug!(key, "malformed input response offered up front: asking");
+                }
                 let input_request = input_request(&method, &params, &live.profile);
                 live.pending.insert(
                     key,
@@ -777,6 +820,8 @@ impl Engine {
     /// Parks the call in the live map and the store; returns the `input_required` result.
     fn park(&self, mut live: LiveCall) -> Result<Value, Box<(LiveCall, ErrorObject)>> {
         live.round += 1;
+        // Answers offered by this front request apply to it only; the retry brings its own.
+        live.offered.clear();
         let pause_id = PauseId::random();
         let now = now_ms();
         let deadline = now.saturating_add(self.settings.pause_ttl.as_millis() as u64);
@@ -925,6 +970,24 @@ fn flatten(response: LegacyOutcome) -> Result<Value, ErrorObject> {
     }
 }
 
+/// The `server/discover` capabilities for the legacy server's `initialize` capabilities: without
+/// `tasks` (T21), and without what only `subscriptions/listen` delivers in 2026-07-28
+/// (`listChanged` of tools, prompts and resources, `resources.subscribe`): the proxy does not serve
+/// that method (T16), so it must not advertise them.
+fn front_capabilities(legacy: Option<&Value>) -> Value {
+    let mut capabilities = legacy.cloned().unwrap_or_else(|| json!({}));
+    if let Some(map) = capabilities.as_object_mut() {
+        map.remove("tasks");
+        for feature in ["tools", "prompts", "resources"] {
+            if let Some(flags) = map.get_mut(feature).and_then(Value::as_object_mut) {
+                flags.remove("listChanged");
+                flags.remove("subscribe");
+            }
+        }
+    }
+    capabilities
+}
+
 /// Adds what 2026-07-28 requires on results: `resultType`, and `ttlMs`/`cacheScope` on cacheable
 /// ones (`private`, 0 ms: the proxy cannot know whether legacy lists differ per user).
 fn decorate_result(method: &str, mut result: Value) -> Value {
@@ -1012,6 +1075,15 @@ fn declined_url_outcome(method: &str) -> Result<Value, ErrorObject> {
     } else {
         Err(internal(message))
     }
+}
+
+/// The `inputResponses` object of front request params (empty when absent or not an object).
+fn input_responses(params: &Value) -> Map<String, Value> {
+    params
+        .get("inputResponses")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// How the proxy refuses a legacy input request on the legacy side.
@@ -1140,6 +1212,31 @@ mod tests {
         );
         let called = decorate_result("tools/call", json!({"content": []}));
         assert_eq!(called, json!({"content": [], "resultType": "complete"}));
+    }
+
+    #[test]
+    fn discover_drops_what_only_subscriptions_deliver() {
+        let legacy = json!({
+            "tools": {"listChanged": true},
+            "prompts": {"listChanged": true},
+            "resources": {"subscribe": true, "listChanged": true},
+            "logging": {},
+            "completions": {},
+            "tasks": {"list": {}},
+            "experimental": {"x": {}},
+        });
+        assert_eq!(
+            front_capabilities(Some(&legacy)),
+            json!({
+                "tools": {},
+                "prompts": {},
+                "resources": {},
+                "logging": {},
+                "completions": {},
+                "experimental": {"x": {}},
+            })
+        );
+        assert_eq!(front_capabilities(None), json!({}));
     }
 
     #[test]

@@ -457,6 +457,43 @@ async fn concurrent_clients_are_isolated(kind: BackendKind) {
     assert_eq!(done, CLIENTS);
 }
 
+// ---- Answers given up front ----
+
+/// `inputResponses` entries that answer nothing pending are kept for the length of the front
+/// request: a legacy request that arrives under the same key is answered with them at once. So a
+/// first call that already carries the answer completes in one round (unknown keys ignored), and
+/// a retry may answer the next round too; a wrongly keyed or malformed answer gets
+/// `input_required` as usual (the conformance suite's `ignore-extra-params` / `validate-input`).
+async fn answers_given_up_front_are_used(kind: BackendKind) {
+    let stack = Stack::start(kind, ProxyOptions::default()).await;
+    let raw = stack.raw();
+    let alice = json!({"action": "accept", "content": {"name": "Alice"}});
+    let blue = json!({"action": "accept", "content": {"color": "blue"}});
+
+    let junk = json!({"action": "accept", "content": {"foo": "bar"}});
+    let offered = json!({"elicitation_1": alice, "unknown_extra_key": junk});
+    let done = raw.retry_tool("ask_name", json!({}), offered, None).await;
+    assert_eq!(done.result_type(), Some("complete"), "{done:#?}");
+    assert_eq!(done.text(), "Hello, Alice!");
+
+    for offered in [json!({"wrong_key": alice}), json!({"elicitation_1": 12345})] {
+        let again = raw.retry_tool("ask_name", json!({}), offered, None).await;
+        let (requests, _) = again.input_required();
+        assert!(requests.get("elicitation_1").is_some(), "{again:#?}");
+    }
+
+    // ask_twice: round 1's retry also answers round 2's question, which is asked meanwhile.
+    let first = raw.call_tool("ask_twice", json!({})).await;
+    let (requests, state) = first.input_required();
+    assert!(requests.get("elicitation_1").is_some(), "{first:#?}");
+    let both = json!({"elicitation_1": alice, "elicitation_2": blue});
+    let done = raw
+        .retry_tool("ask_twice", json!({}), both, Some(state))
+        .await;
+    assert_eq!(done.result_type(), Some("complete"), "{done:#?}");
+    assert_eq!(done.text(), "Alice likes blue");
+}
+
 per_backend!(120;
     ask_name_completes_with_the_form_answer,
     ask_twice_completes_after_two_rounds,
@@ -471,6 +508,7 @@ per_backend!(120;
     echo_passes_through_as_complete,
     slow_count_progress_reaches_the_client,
     slow_count_without_a_token_sends_no_progress,
+    answers_given_up_front_are_used,
 );
 
 per_backend!(240; concurrent_clients_are_isolated);

@@ -1,4 +1,4 @@
-//! Builds the two binaries under test once per test process.
+//! Builds the binaries under test once per test process.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -11,15 +11,19 @@ use crate::workspace_root;
 pub struct Binaries {
     pub proxy: PathBuf,
     pub legacy_server: PathBuf,
+    /// The legacy backend of the conformance run (`tests/conformance-server`).
+    pub conformance_server: PathBuf,
 }
 
 const PROXY_BIN: &str = "mcp-mrtr-proxy";
 const LEGACY_BIN: &str = "mcp-legacy-fixture-server";
+const CONFORMANCE_BIN: &str = "mcp-legacy-conformance-server";
 
-/// Builds `mcp-mrtr-proxy` and `mcp-legacy-fixture-server` (once per test process) with the
-/// same cargo, target directory and profile as the running test binary, and returns their paths.
+/// Builds `mcp-mrtr-proxy`, `mcp-legacy-fixture-server` and `mcp-legacy-conformance-server`
+/// (once per test process) with the same cargo, target directory and profile as the running test
+/// binary, and returns their paths.
 ///
-/// `MCP_E2E_BIN_DIR` skips the build and takes both binaries from that directory instead.
+/// `MCP_E2E_BIN_DIR` skips the build and takes the binaries from that directory instead.
 ///
 /// Blocking: call it from `spawn_blocking` (the async helpers of this module do).
 pub fn binaries() -> Binaries {
@@ -34,7 +38,41 @@ fn build() -> Result<Binaries, String> {
     if let Some(dir) = std::env::var_os("MCP_E2E_BIN_DIR") {
         return located(Path::new(&dir));
     }
-    // The test binary runs as <target>/<profile>/deps/<name>-<hash>: build next to it.
+    let (target_dir, profile_dir) = target_and_profile_dirs()?;
+    let release = profile_dir
+        .file_name()
+        .is_some_and(|name| name == "release");
+
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = Command::new(&cargo);
+    command
+        .current_dir(workspace_root())
+        .args(["build", "--quiet", "-p", PROXY_BIN, "-p", LEGACY_BIN])
+        .args(["-p", CONFORMANCE_BIN])
+        .arg("--target-dir")
+        .arg(&target_dir);
+    if release {
+        command.arg("--release");
+    }
+    let status = command
+        .status()
+        .map_err(|e| format!("cannot run {cargo:?} to build the e2e binaries: {e}"))?;
+    if !status.success() {
+        return Err(format!(
+            "`cargo build -p {PROXY_BIN} -p {LEGACY_BIN} -p {CONFORMANCE_BIN}` failed ({status})"
+        ));
+    }
+    let bin_dir = if profile_dir.starts_with(&target_dir) {
+        profile_dir
+    } else {
+        target_dir.join(if release { "release" } else { "debug" })
+    };
+    located(&bin_dir)
+}
+
+/// `(target directory, profile directory)` of the running test binary, which runs as
+/// `<target>/<profile>/deps/<name>-<hash>`; `CARGO_TARGET_DIR` wins for the target directory.
+fn target_and_profile_dirs() -> Result<(PathBuf, PathBuf), String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot locate the test binary: {e}"))?;
     let profile_dir = exe
         .parent()
@@ -48,42 +86,30 @@ fn build() -> Result<Binaries, String> {
             .ok_or_else(|| format!("unexpected target layout at {}", profile_dir.display()))?
             .to_path_buf(),
     };
-    let release = profile_dir
-        .file_name()
-        .is_some_and(|name| name == "release");
+    Ok((target_dir, profile_dir))
+}
 
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut command = Command::new(&cargo);
-    command
-        .current_dir(workspace_root())
-        .args(["build", "--quiet", "-p", PROXY_BIN, "-p", LEGACY_BIN])
-        .arg("--target-dir")
-        .arg(&target_dir);
-    if release {
-        command.arg("--release");
+/// The cargo target directory the tests build into (for caches such as the conformance suite's
+/// Node installation).
+pub fn target_dir() -> PathBuf {
+    match target_and_profile_dirs() {
+        Ok((target, _)) => target,
+        Err(why) => panic!("{why}"),
     }
-    let status = command
-        .status()
-        .map_err(|e| format!("cannot run {cargo:?} to build the e2e binaries: {e}"))?;
-    if !status.success() {
-        return Err(format!(
-            "`cargo build -p {PROXY_BIN} -p {LEGACY_BIN}` failed ({status})"
-        ));
-    }
-    let bin_dir = if profile_dir.starts_with(&target_dir) {
-        profile_dir
-    } else {
-        target_dir.join(if release { "release" } else { "debug" })
-    };
-    located(&bin_dir)
 }
 
 fn located(dir: &Path) -> Result<Binaries, String> {
+    let binary = |name: &str| dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     let binaries = Binaries {
-        proxy: dir.join(format!("{PROXY_BIN}{}", std::env::consts::EXE_SUFFIX)),
-        legacy_server: dir.join(format!("{LEGACY_BIN}{}", std::env::consts::EXE_SUFFIX)),
+        proxy: binary(PROXY_BIN),
+        legacy_server: binary(LEGACY_BIN),
+        conformance_server: binary(CONFORMANCE_BIN),
     };
-    for path in [&binaries.proxy, &binaries.legacy_server] {
+    for path in [
+        &binaries.proxy,
+        &binaries.legacy_server,
+        &binaries.conformance_server,
+    ] {
         if !path.is_file() {
             return Err(format!("the binary {} does not exist", path.display()));
         }

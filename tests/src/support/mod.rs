@@ -1,13 +1,16 @@
 //! Harness of the MRTR proxy end-to-end tests.
 //!
-//! - [`binaries`]: builds `mcp-mrtr-proxy` and `mcp-legacy-fixture-server` once per test process;
+//! - [`binaries`]: builds `mcp-mrtr-proxy`, `mcp-legacy-fixture-server` and
+//!   `mcp-legacy-conformance-server` once per test process;
 //! - [`LegacyHttpServer`], [`Proxy`], [`Stack`]: the real peers as child processes, killed on drop;
 //! - [`ModernClient`]: an rmcp 3.11 client (2026-07-28, `server/discover`) whose
 //!   [`ScriptedHandler`] answers input requests from a [`Script`] and records what it was asked;
 //! - [`RawClient`]: hand-built 2026-07-28 HTTP requests (JSON or SSE responses);
-//! - [`SpecSchema`]: validation against the 2026-07-28 `schema.json` (`$defs` by name).
+//! - [`SpecSchema`]: validation against the 2026-07-28 `schema.json` (`$defs` by name);
+//! - [`conformance`]: the official conformance suite (install, run, judge against a baseline).
 
 mod build;
+pub mod conformance;
 mod modern;
 mod process;
 mod raw;
@@ -17,7 +20,7 @@ mod script;
 use std::future::Future;
 use std::time::Duration;
 
-pub use build::{binaries, binaries_async, Binaries};
+pub use build::{binaries, binaries_async, target_dir, Binaries};
 pub use modern::{default_capabilities, tool_params, tool_text, ModernClient, ScriptedHandler};
 pub use process::{Backend, BackendKind, LegacyHttpServer, Proxy, ProxyOptions, Stack};
 pub use raw::{parse_sse, RawClient, RawRequest, RawResponse, PROTOCOL_VERSION};

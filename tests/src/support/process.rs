@@ -119,9 +119,16 @@ pub struct LegacyHttpServer {
 }
 
 impl LegacyHttpServer {
+    /// The legacy fixture server.
     pub async fn start() -> LegacyHttpServer {
         let binaries = binaries_async().await;
-        let mut command = Command::new(&binaries.legacy_server);
+        LegacyHttpServer::start_binary(&binaries.legacy_server).await
+    }
+
+    /// Another legacy server binary with the fixture's command line (`--transport http
+    /// --listen ADDR`, prints `listening on http://ADDR/mcp`), e.g. the conformance backend.
+    pub async fn start_binary(binary: &Path) -> LegacyHttpServer {
+        let mut command = Command::new(binary);
         command.args(["--transport", "http", "--listen", "127.0.0.1:0"]);
         let logs = Logs::default();
         let (child, url) = spawn_listening(command, "the legacy HTTP server", &logs).await;
@@ -154,7 +161,8 @@ impl Drop for LegacyHttpServer {
 pub enum Backend {
     /// `--upstream URL`: a legacy Streamable HTTP server.
     Http(String),
-    /// `-- mcp-legacy-fixture-server --transport stdio`: child processes of the proxy.
+    /// `-- LEGACY_SERVER --transport stdio`: child processes of the proxy (the fixture server
+    /// unless [`ProxyOptions::legacy_binary`] says otherwise).
     #[default]
     Stdio,
 }
@@ -186,6 +194,9 @@ pub struct ProxyOptions {
     pub roots: Vec<String>,
     /// More arguments, placed before the backend.
     pub extra_args: Vec<String>,
+    /// The legacy server binary behind the proxy (spawned over stdio, or started over HTTP by
+    /// [`Stack::start`]); `None`: the legacy fixture server. It takes the fixture's command line.
+    pub legacy_binary: Option<PathBuf>,
 }
 
 /// A running `mcp-mrtr-proxy`, killed (with its backend children) on drop.
@@ -318,7 +329,7 @@ impl Proxy {
     pub fn backend_pids(&self) -> Vec<u32> {
         children_of(self.child.id())
             .into_iter()
-            .filter(|&pid| runs_binary(pid, &self.binaries.legacy_server))
+            .filter(|&pid| runs_binary(pid, legacy_binary(&self.options, &self.binaries)))
             .collect()
     }
 
@@ -397,11 +408,19 @@ async fn spawn_proxy(
         Backend::Stdio => {
             command
                 .arg("--")
-                .arg(&binaries.legacy_server)
+                .arg(legacy_binary(options, binaries))
                 .args(["--transport", "stdio"]);
         }
     }
     spawn_listening(command, "the proxy", logs).await
+}
+
+/// The legacy server binary of `options`.
+fn legacy_binary<'a>(options: &'a ProxyOptions, binaries: &'a Binaries) -> &'a Path {
+    options
+        .legacy_binary
+        .as_deref()
+        .unwrap_or(&binaries.legacy_server)
 }
 
 fn random_key_hex() -> String {
@@ -469,11 +488,13 @@ pub struct Stack {
 
 impl Stack {
     /// Starts the legacy HTTP server when `kind` is HTTP, then the proxy in front of it (the
-    /// `backend` field of `options` is overwritten).
+    /// `backend` field of `options` is overwritten). [`ProxyOptions::legacy_binary`] chooses the
+    /// legacy server for both kinds.
     pub async fn start(kind: BackendKind, mut options: ProxyOptions) -> Stack {
-        let legacy = match kind {
-            BackendKind::Http => Some(LegacyHttpServer::start().await),
-            BackendKind::Stdio => None,
+        let legacy = match (kind, &options.legacy_binary) {
+            (BackendKind::Http, Some(binary)) => Some(LegacyHttpServer::start_binary(binary).await),
+            (BackendKind::Http, None) => Some(LegacyHttpServer::start().await),
+            (BackendKind::Stdio, _) => None,
         };
         options.backend = match &legacy {
             Some(server) => Backend::Http(server.url().to_string()),

@@ -1,0 +1,196 @@
+//! The official MCP conformance suite (`@modelcontextprotocol/conformance` 0.2.0-alpha.12, run
+//! by Node 22; both installed with npm on first use, see `support::conformance`).
+//!
+//! - Its 2026-07-28 server scenarios (`--requirements 2026-07-28`) against `mcp-mrtr-proxy` in
+//!   front of the legacy rmcp 2.2 backend `tests/conformance-server`, over each backend transport.
+//! - Its 2025-11-25 server scenarios against that backend directly: the backend is a faithful
+//!   legacy server, so a failure behind the proxy is the proxy's.
+//!
+//! Each run is judged against its expected-failures file in `tests/conformance/` with the suite's
+//! own rules: a failure not listed fails the test, and so does a listed check that passes now.
+//! The score table is printed and written to `<target>/conformance-results/<run>/score.md`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use mcp_migrate_tests::support::conformance::{evaluate, Baseline, Evaluation, Suite, SuiteRun};
+use mcp_migrate_tests::support::{
+    binaries_async, target_dir, within, BackendKind, LegacyHttpServer, ProxyOptions, Stack,
+};
+use mcp_migrate_tests::workspace_root;
+
+/// How long one suite run may take (it takes seconds; the tasks scenarios poll for a while).
+const SUITE_LIMIT: Duration = Duration::from_secs(300);
+/// How long a whole test may take once the binaries are built and the suite is installed.
+const TEST_LIMIT: Duration = Duration::from_secs(420);
+
+/// Scenarios that must pass in full behind the proxy (no expected failure allowed in them).
+const TARGETS: &[&str] = &[
+    "input-required-result-",
+    "server-stateless",
+    "http-header-validation",
+    "caching",
+    "dns-rebinding-protection",
+    "tools-",
+    "resources-",
+    "prompts-",
+];
+/// The `input-required-result-*` scenarios of the 2026-07-28 requirement set.
+const MRTR_SCENARIOS: usize = 14;
+
+fn baseline(file: &str) -> PathBuf {
+    workspace_root().join("tests/conformance").join(file)
+}
+
+fn out_dir(run: &str) -> PathBuf {
+    target_dir().join("conformance-results").join(run)
+}
+
+/// Judges `run` against the baseline `file`, prints and saves the score, and fails the test on
+/// an unexpected failure, a stale baseline entry, or a suite that disagrees.
+fn judge(title: &str, run: &SuiteRun, file: &str) -> Evaluation {
+    let baseline_path = baseline(file);
+    let evaluation = evaluate(&run.scenarios, &Baseline::load(&baseline_path));
+    let total = evaluation.totals();
+    let report = format!(
+        "## {title}\n\n{} scenarios, {}/{} checks passed, {} expected failures ({}), suite run {:.1?}\n\n{}",
+        run.scenarios.len(),
+        total.passed,
+        total.total(),
+        total.expected,
+        baseline_path.display(),
+        run.elapsed,
+        evaluation.report()
+    );
+    println!("{report}");
+    let _ = std::fs::write(run.out.join("score.md"), &report);
+    let details = format!(
+        "the suite's output and results are in {} (suite.stdout.txt, results/*/checks.json)",
+        run.out.display()
+    );
+    assert!(
+        !run.scenarios.is_empty(),
+        "{title}: the suite ran no scenario ({}; {details})\n{}\n{}",
+        run.exit_status,
+        run.stdout,
+        run.stderr
+    );
+    assert!(
+        evaluation.is_clean(),
+        "{title}: unexpected conformance failures or stale baseline entries; {details}\n\n{report}"
+    );
+    // The suite judges its scored scenarios against the same file; it must agree.
+    assert!(
+        run.exit_ok,
+        "{title}: our evaluation is clean but the suite exited with {}; {details}\n{}",
+        run.exit_status,
+        tail(&run.stdout, 60)
+    );
+    evaluation
+}
+
+fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// The 2026-07-28 server scenarios against the proxy in front of the conformance backend.
+async fn through_the_proxy(kind: BackendKind) {
+    let binaries = binaries_async().await;
+    let suite = Suite::install_async().await;
+    let name = match kind {
+        BackendKind::Http => "2026-07-28-proxy-http-backend",
+        BackendKind::Stdio => "2026-07-28-proxy-stdio-backend",
+    };
+    within(TEST_LIMIT, name, async {
+        let options = ProxyOptions {
+            legacy_binary: Some(binaries.conformance_server.clone()),
+            // The suite leaves seven paused calls behind (scenarios that never retry); each
+            // holds a legacy lane until --pause-ttl. The stdio default (4 processes) would make
+            // later scenarios wait for that TTL; HTTP's default (32 sessions) is enough.
+            pool_size: (kind == BackendKind::Stdio).then_some(16),
+            // Like the other end-to-end tests: wide enough that the multiple-inputs tool's three
+            // concurrent pushes make one round on a loaded CI machine.
+            batch_window: Some("100ms".into()),
+            ..ProxyOptions::default()
+        };
+        let stack = Stack::start(kind, options).await;
+        let run = suite
+            .run_server(
+                stack.proxy.url(),
+                "2026-07-28",
+                &baseline("expected-failures.yml"),
+                &out_dir(name),
+                SUITE_LIMIT,
+            )
+            .await;
+        let evaluation = judge(name, &run, "expected-failures.yml");
+
+        // The scenarios the proxy is measured by ran, and passed without excuses.
+        let mrtr = evaluation
+            .scores
+            .keys()
+            .filter(|s| s.starts_with("input-required-result-"))
+            .count();
+        assert_eq!(mrtr, MRTR_SCENARIOS, "{:?}", evaluation.scores.keys());
+        for target in TARGETS {
+            let matching: Vec<_> = evaluation
+                .scores
+                .iter()
+                .filter(|(scenario, _)| scenario.starts_with(target))
+                .collect();
+            assert!(!matching.is_empty(), "no scenario `{target}*` ran");
+            for (scenario, score) in matching {
+                assert!(
+                    score.expected == 0 && score.unexpected == 0 && score.passed > 0,
+                    "{scenario} must pass in full: {score:?}"
+                );
+            }
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_passes_the_2026_07_28_server_scenarios_over_an_http_backend() {
+    through_the_proxy(BackendKind::Http).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_passes_the_2026_07_28_server_scenarios_over_a_stdio_backend() {
+    through_the_proxy(BackendKind::Stdio).await;
+}
+
+/// The 2025-11-25 server scenarios against the conformance backend alone (legacy Streamable
+/// HTTP, sessions): it is a faithful legacy server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_legacy_backend_passes_the_2025_11_25_server_scenarios_directly() {
+    let binaries = binaries_async().await;
+    let suite = Suite::install_async().await;
+    let name = "2025-11-25-legacy-backend-direct";
+    within(TEST_LIMIT, name, async {
+        let server = LegacyHttpServer::start_binary(&binaries.conformance_server).await;
+        let run = suite
+            .run_server(
+                server.url(),
+                "2025-11-25",
+                &baseline("expected-failures-2025-11-25.yml"),
+                &out_dir(name),
+                SUITE_LIMIT,
+            )
+            .await;
+        let evaluation = judge(name, &run, "expected-failures-2025-11-25.yml");
+        for scenario in [
+            "server-initialize",
+            "tools-call-sampling",
+            "tools-call-elicitation",
+            "resources-subscribe",
+        ] {
+            assert!(
+                evaluation.scores.contains_key(scenario),
+                "{scenario} did not run"
+            );
+        }
+    })
+    .await;
+}
