@@ -52,6 +52,8 @@ const INPUT_METHODS: &[&str] = &["elicitation/create", "sampling/createMessage",
 /// How long a call over an HTTP backend waits after its legacy response for log notifications
 /// still on the way (they travel on another stream), when the front request asked for logs.
 const LOG_LINGER: Duration = Duration::from_millis(100);
+/// How long a new call waits for a lane before the oldest paused call is evicted to free one.
+const LEASE_PATIENCE: Duration = Duration::from_secs(2);
 /// `_meta` key a legacy server may set on its request to choose the `inputRequests` key.
 pub const INPUT_KEY_HINT: &str = "io.github.mcp-migrate/inputKey";
 
@@ -87,6 +89,8 @@ struct LiveCall {
     profile: CapabilityProfile,
     client: String,
     round: u32,
+    /// When the call was last parked (for eviction under pool pressure).
+    parked_at: Option<tokio::time::Instant>,
     /// Keys handed out so far, for numbering (`elicitation_1`, `elicitation_2`, ...).
     issued: HashMap<&'static str, u32>,
     pending: BTreeMap<String, PendingInput>,
@@ -374,9 +378,18 @@ impl Engine {
         profile: CapabilityProfile,
         sink: ResponseSink,
     ) {
-        let lease = tokio::select! {
-            lease = self.pool.lease(&profile) => lease,
-            () = sink.closed() => return,
+        // A paused call holds its lane until the retry or the TTL, and clients may never retry:
+        // when no lane frees up for `LEASE_PATIENCE`, the oldest pause yields its lane.
+        let lease = {
+            let lease_future = self.pool.lease(&profile);
+            tokio::pin!(lease_future);
+            loop {
+                tokio::select! {
+                    lease = &mut lease_future => break lease,
+                    () = sink.closed() => return,
+                    () = tokio::time::sleep(LEASE_PATIENCE) => self.evict_oldest_pause().await,
+                }
+            }
         };
         let lease = match lease {
             Ok(lease) => lease,
@@ -409,6 +422,7 @@ impl Engine {
             profile,
             client: Engine::client_label(&request),
             round: 0,
+            parked_at: None,
             issued: HashMap::new(),
             pending: BTreeMap::new(),
             // A first call may already carry answers (a client that knows the keys, e.g. from
@@ -820,6 +834,7 @@ impl Engine {
     /// Parks the call in the live map and the store; returns the `input_required` result.
     fn park(&self, mut live: LiveCall) -> Result<Value, Box<(LiveCall, ErrorObject)>> {
         live.round += 1;
+        live.parked_at = Some(tokio::time::Instant::now());
         // Answers offered by this front request apply to it only; the retry brings its own.
         live.offered.clear();
         let pause_id = PauseId::random();
@@ -893,6 +908,34 @@ impl Engine {
             )
             .await;
         info!(legacy_id = %live.call.legacy_id, reason, delivered = sent.is_ok(), "cancelled the legacy call");
+    }
+
+    /// Expires the paused call parked longest ago, so that its lane serves a waiting call. Its
+    /// retry gets "expired", as if its TTL had passed.
+    async fn evict_oldest_pause(&self) {
+        let oldest = {
+            let live = self.live.lock().expect("live map lock");
+            live.iter()
+                .min_by_key(|(_, call)| call.parked_at)
+                .map(|(id, _)| *id)
+        };
+        let Some(pause_id) = oldest else {
+            return;
+        };
+        match self
+            .store
+            .transition(&pause_id, PauseStatus::Paused, PauseStatus::Expired)
+        {
+            Ok(true) => {}
+            // A retry is claiming it right now: it will free the lane itself.
+            Ok(false) | Err(_) => return,
+        }
+        let live = self.live.lock().expect("live map lock").remove(&pause_id);
+        if let Some(mut live) = live {
+            warn!(pause = %pause_id, "the lane pool is exhausted: evicting the oldest paused call");
+            self.abandon(&mut live, "the proxy needed the lane for another call")
+                .await;
+        }
     }
 
     /// Expires pauses whose deadline has passed: their legacy requests get `cancel` or an error,

@@ -206,3 +206,47 @@ async fn a_disconnect_mid_call_cancels_the_legacy_call(kind: BackendKind) {
 }
 
 per_backend!(60; a_disconnect_mid_call_cancels_the_legacy_call);
+
+/// A client that never retries must not block the pool: with one lane, a new call waits about
+/// two seconds, then the oldest paused call is evicted (its retry reads "expired") and the new
+/// call proceeds.
+async fn an_unanswered_pause_yields_its_lane_under_pool_pressure(kind: BackendKind) {
+    let stack = Stack::start(
+        kind,
+        ProxyOptions {
+            pool_size: Some(1),
+            ..ProxyOptions::default()
+        },
+    )
+    .await;
+    let raw = stack.raw();
+    let abandoned = raw.call_tool("ask_name", json!({})).await;
+    let (requests, state) = abandoned.input_required();
+    let key = requests.as_object().unwrap().keys().next().unwrap().clone();
+    let state = state.to_owned();
+
+    let started = std::time::Instant::now();
+    let second = raw.call_tool("ask_name", json!({})).await;
+    assert_eq!(second.result_type(), Some("input_required"), "{second:#?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+
+    let late = raw
+        .retry_tool(
+            "ask_name",
+            json!({}),
+            json!({ key: {"action": "accept", "content": {"name": "Late"}} }),
+            Some(&state),
+        )
+        .await;
+    assert_eq!(late.error_code(), Some(-32602), "{late:#?}");
+    assert!(
+        late.error()["message"].as_str().unwrap().contains("expire"),
+        "{late:#?}"
+    );
+}
+
+per_backend!(90; an_unanswered_pause_yields_its_lane_under_pool_pressure);
