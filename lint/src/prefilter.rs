@@ -69,14 +69,22 @@ pub const STANDALONE_TRIGGERS: &[&str] = &[
     "mcp-lint:",
 ];
 
+/// Leftmost-first matching: it lets aho-corasick use its SIMD "Teddy" searcher (as ripgrep does)
+/// for these small literal sets; with standard semantics it falls back to a scalar automaton.
+fn build(patterns: &[&str]) -> AhoCorasick {
+    AhoCorasick::builder()
+        .match_kind(aho_corasick::MatchKind::LeftmostFirst)
+        .build(patterns)
+        .expect("valid trigger patterns")
+}
+
 fn automaton(depends_on_sdk: bool) -> &'static AhoCorasick {
     static FULL: OnceLock<AhoCorasick> = OnceLock::new();
     static STANDALONE: OnceLock<AhoCorasick> = OnceLock::new();
     if depends_on_sdk {
-        FULL.get_or_init(|| AhoCorasick::new(TRIGGERS).expect("valid trigger patterns"))
+        FULL.get_or_init(|| build(TRIGGERS))
     } else {
-        STANDALONE
-            .get_or_init(|| AhoCorasick::new(STANDALONE_TRIGGERS).expect("valid trigger patterns"))
+        STANDALONE.get_or_init(|| build(STANDALONE_TRIGGERS))
     }
 }
 
