@@ -22,12 +22,15 @@ PHASES = [
     ("read files", r"std::fs::read|read_to_end|sys::fs::|ksys_read|vfs_read|do_sys_open|__x64_sys_openat|__x64_sys_read|__x64_sys_statx|__x64_sys_newfstatat"),
     ("manifests (lint_manifest)", r"lint_manifest|manifest::Manifest::check"),
     ("crate index (CrateIndex::context_for, main thread)", r"walk::CrateIndex::context_for"),
+    ("targets: sort paths, config excludes (getcwd per file)", r"compare_components|Config::is_excluded|globset::|getcwd|merge_sort|slice::sort"),
     ("directory walk (ignore)", r"ignore::walk|ignore::dir|ignore::gitignore|getdents"),
     ("suppressions / finish", r"cargo_mcp_lint::suppress|cargo_mcp_lint::finish"),
     ("rayon idle / stealing", r"rayon_core::sleep|rayon_core::registry::WorkerThread::wait_until_cold|crossbeam_deque"),
     ("allocator (caller unknown)", r"malloc|_int_free|cfree|realloc"),
 ]
 PHASES = [(name, re.compile(pattern)) for name, pattern in PHASES]
+# A sample starts with "<tid> <time>:" (the tid is right-aligned); its frames follow, indented.
+HEADER = re.compile(r"^\s*(\d+)\s+(\d+\.\d+):\s*$")
 
 
 def read_samples(path):
@@ -37,9 +40,9 @@ def read_samples(path):
             if current:
                 samples.append(current)
             current = None
-        elif not line[0].isspace():
-            fields = line.split()
-            current = (int(fields[0]), float(fields[1].rstrip(":")), [])
+        elif HEADER.match(line):
+            tid, time = HEADER.match(line).groups()
+            current = (int(tid), float(time), [])
         elif current:
             current[2].append(line.strip().split(" ", 1)[-1])
     if current:
@@ -73,6 +76,15 @@ def main(path):
     print("share of CPU samples by phase:")
     for name, count in totals.most_common():
         print(f"  {100 * count / n:5.1f}%  {name}")
+    print("threads (first and last sample, samples, top phases):")
+    per_thread = collections.defaultdict(list)
+    for tid, t, frames in samples:
+        per_thread[tid].append((t, phase(frames)))
+    for tid, items in sorted(per_thread.items(), key=lambda kv: kv[1][0][0]):
+        first, last = 1000 * (items[0][0] - start), 1000 * (items[-1][0] - start)
+        top = ", ".join(f"{name} {count}" for name, count in
+                        collections.Counter(name for _, name in items).most_common(3))
+        print(f"  tid {tid}: {first:6.0f} .. {last:6.0f} ms, {len(items):5d} samples: {top}")
     print("timeline (50 ms buckets: threads seen, samples, top phases):")
     for bucket in sorted(timeline):
         top = ", ".join(f"{name} {count}" for name, count in timeline[bucket].most_common(3))

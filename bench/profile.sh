@@ -2,14 +2,16 @@
 # Where cargo-mcp-lint's time goes on bench/work/tree (run `bash bench/run.sh` first: it installs
 # the tools, builds bench/work/bin/cargo-mcp-lint and prepares the tree). See bench/README.md.
 #
-#  1. which files pass the pre-filter, because of which trigger words, and how many bytes syn parses;
+#  1. which files pass the pre-filter (emulated with rg and the lists of lint/src/prefilter.rs:
+#     TRIGGERS in crates that depend on rmcp, STANDALONE_TRIGGERS elsewhere), checked against the
+#     linter's own count, and how many bytes syn parses;
 #  2. the pre-filter automaton alone (a scratch crate in bench/work/acbench, built offline with the
-#     aho-corasick version of Cargo.lock): MatchKind::Standard as in lint/src/prefilter.rs versus
-#     LeftmostFirst, with the current and with a tighter trigger list;
-#  3. hyperfine: the linter on the tree, on a copy of the tree in which the files that pass only
-#     because of the loose words (notify_, Capabilities, Sse, sse_) are edited so that they no longer
-#     pass (emulates the tighter trigger list without touching the linter), with -j 1, and ripgrep;
-#  4. perf (if installed): CPU samples by phase and a timeline (bench/perf_phases.py).
+#     aho-corasick version of Cargo.lock): MatchKind::Standard as in prefilter.rs versus
+#     LeftmostFirst, which lets aho-corasick use its SIMD (Teddy) prefilter;
+#  3. hyperfine: the linter with all threads and with -j 1; the linter and ripgrep on every crate
+#     but rmcp's (nothing to parse: walk + read + pre-filter only); ripgrep on the tree; the walk
+#     alone (rg --files);
+#  4. perf (if installed): CPU samples by phase, per thread, and a timeline (bench/perf_phases.py).
 #
 # Writes only under bench/work/. Environment: RUNS (default 10), WARMUP (default 2).
 set -euo pipefail
@@ -17,7 +19,6 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 WORK=bench/work
 TREE=$WORK/tree
-TIGHT=$WORK/tree-tight
 LINT=$WORK/bin/cargo-mcp-lint
 RUNS=${RUNS:-10}
 WARMUP=${WARMUP:-2}
@@ -26,46 +27,55 @@ for needed in "$TREE" "$LINT" "$WORK/triggers.txt"; do
 done
 exec > >(tee "$WORK/profile.log") 2>&1
 section() { printf '\n== %s\n' "$*"; }
-
-# The tighter list: the loose words replaced by the full names the rules need
-# (symbols.rs: METHOD_NAMES, capability_field, symbol_name).
-sed -e '/^notify_$/c\notify_logging_message\nnotify_url_elicitation_completed\nnotify_roots_list_changed' \
-    -e '/^Capabilities$/c\ServerCapabilities\nClientCapabilities' \
-    -e '/^Sse$/c\SseServer\nSseClient' \
-    -e '/^sse_$/c\sse_server\nsse_client' \
-    "$WORK/triggers.txt" > "$WORK/triggers-tight.txt"
+words() { # words NAME: the string literals of `pub const NAME` in lint/src/prefilter.rs
+    sed -n "/pub const $1:/,/^];/p" lint/src/prefilter.rs | sed -n 's/^ *"\(.*\)",$/\1/p' | sed 's/\\"/"/g'
+}
+words TRIGGERS > "$WORK/triggers-full.txt"
+words STANDALONE_TRIGGERS > "$WORK/triggers-standalone.txt"
+[ -s "$WORK/triggers-standalone.txt" ] || cp "$WORK/triggers-full.txt" "$WORK/triggers-standalone.txt"
+echo "TRIGGERS ($(wc -l < "$WORK/triggers-full.txt")): $(tr '\n' ' ' < "$WORK/triggers-full.txt")"
+echo "STANDALONE_TRIGGERS ($(wc -l < "$WORK/triggers-standalone.txt")): $(tr '\n' ' ' < "$WORK/triggers-standalone.txt")"
 
 # ----- 1. what passes the pre-filter ------------------------------------------------------------
-section "1. files that pass the pre-filter (rg -F with the same words; syn parses each of them)"
-rg -o -F -g '*.rs' -f "$WORK/triggers.txt" "$TREE" > "$WORK/prefilter-hits.txt"
-rg -l -F -g '*.rs' -f "$WORK/triggers-tight.txt" "$TREE" | sort > "$WORK/prefilter-tight-files.txt" || true
-python3 - "$WORK" "$TREE" <<'EOF'
-import collections, os, sys
-work, tree = sys.argv[1], sys.argv[2]
-hits = collections.defaultdict(set)
-for line in open(f"{work}/prefilter-hits.txt"):
-    path, word = line.rstrip("\n").split(":", 1)
-    hits[path].add(word)
-tight = set(open(f"{work}/prefilter-tight-files.txt").read().split())
+section "1. files that pass the pre-filter (syn parses each of them)"
+: > "$WORK/prefilter-parsed.txt"
+: > "$WORK/prefilter-full-everywhere.txt"
+sdk_crates=0
+for crate in "$TREE"/*/; do
+    crate=${crate%/}
+    # A crate "depends on rmcp" when its manifest has a dependency whose package is rmcp
+    # (manifest.rs: collect_sdk_dependencies); approximated on the text of the manifest.
+    if grep -Eq '^rmcp *=|^\[([a-z.-]*\.)?dependencies\.rmcp\]|package *= *"rmcp"' "$crate/Cargo.toml" 2>/dev/null; then
+        list=$WORK/triggers-full.txt
+        sdk_crates=$((sdk_crates + 1))
+    else
+        list=$WORK/triggers-standalone.txt
+    fi
+    rg -l -F -g '*.rs' -f "$list" "$crate" >> "$WORK/prefilter-parsed.txt" || true
+    rg -l -F -g '*.rs' -f "$WORK/triggers-full.txt" "$crate" >> "$WORK/prefilter-full-everywhere.txt" || true
+done
+"$LINT" --format json --exit-zero "$TREE" > "$WORK/profile-lint.json"
+python3 - "$WORK" "$TREE" "$sdk_crates" <<'EOF'
+import collections, json, os, sys
+work, tree, sdk_crates = sys.argv[1], sys.argv[2], int(sys.argv[3])
 size = os.path.getsize
-total_rs = [os.path.join(d, f) for d, _, fs in os.walk(tree) for f in fs if f.endswith(".rs")]
-print(f".rs files: {len(total_rs)}, {sum(map(size, total_rs))} bytes")
-print(f"pass the pre-filter: {len(hits)} files, {sum(map(size, hits))} bytes")
-print(f"would pass the tighter list: {len(tight)} files, {sum(map(size, tight))} bytes")
-loose = [p for p in hits if p not in tight]
-print(f"pass only because of loose words: {len(loose)} files, {sum(map(size, loose))} bytes")
-by_words, by_bytes = collections.Counter(), collections.Counter()
-for p in loose:
-    words = " + ".join(sorted(hits[p]))
-    by_words[words] += 1
-    by_bytes[words] += size(p)
-print("  bytes      files  trigger words found in them")
-for words, b in by_bytes.most_common(10):
-    print(f"  {b:9d}  {by_words[words]:5d}  {words}")
-crates = collections.Counter(p[len(tree) + 1:].split("/")[0] for p in loose)
-print("  crates:", ", ".join(f"{c} {n}" for c, n in crates.most_common(10)))
-with open(f"{work}/prefilter-loose-files.txt", "w") as out:
-    out.write("\n".join(sorted(loose)) + "\n")
+rs = [os.path.join(d, f) for d, _, fs in os.walk(tree) for f in fs if f.endswith(".rs")]
+parsed = open(f"{work}/prefilter-parsed.txt").read().split()
+full = open(f"{work}/prefilter-full-everywhere.txt").read().split()
+summary = json.load(open(f"{work}/profile-lint.json"))["summary"]
+print(f".rs files: {len(rs)}, {sum(map(size, rs))} bytes; crates that depend on rmcp: {sdk_crates}")
+print(f"pass the pre-filter (emulated): {len(parsed)} .rs files, {sum(map(size, parsed))} bytes")
+print(f"  the linter's summary: {summary['files_scanned']} files scanned, "
+      f"{summary['files_skipped_by_prefilter']} skipped, "
+      f"{summary['files_scanned'] - summary['files_skipped_by_prefilter']} read further (.rs and Cargo.toml)")
+print(f"with TRIGGERS in every crate (the pre-filter before the crate-aware one): {len(full)} files, "
+      f"{sum(map(size, full))} bytes")
+by_crate, files = collections.Counter(), collections.Counter()
+for p in parsed:
+    crate = p[len(tree) + 1:].split("/")[0]
+    by_crate[crate] += size(p)
+    files[crate] += 1
+print("  parsed bytes by crate:", ", ".join(f"{c} {b} ({files[c]} files)" for c, b in by_crate.most_common(8)))
 EOF
 
 # ----- 2. the automaton alone -------------------------------------------------------------------
@@ -130,47 +140,31 @@ EOF
 CARGO_TARGET_DIR=$WORK/acbench/target cargo build --quiet --release --offline \
     --manifest-path "$WORK/acbench/Cargo.toml"
 find "$TREE" -name '*.rs' -type f > "$WORK/rs-files.txt"
-"$WORK/acbench/target/release/acbench" "$WORK/rs-files.txt" "$WORK/triggers.txt" "$WORK/triggers-tight.txt"
+"$WORK/acbench/target/release/acbench" "$WORK/rs-files.txt" \
+    "$WORK/triggers-full.txt" "$WORK/triggers-standalone.txt"
 
 # ----- 3. timings -------------------------------------------------------------------------------
-section "3. the tree with the loose-only files edited so that they no longer pass ($TIGHT)"
-rm -rf "$TIGHT"
-cp -r "$TREE" "$TIGHT"
-python3 - "$WORK" "$TREE" "$TIGHT" <<'EOF'
-import sys
-work, tree, tight = sys.argv[1:4]
-words = [w.encode() for w in open(f"{work}/triggers.txt").read().splitlines()]
-def defuse(word):
-    # Same length, same bytes except the case of the last letter: the file keeps its size.
-    i = max(i for i, c in enumerate(word) if chr(c).isalpha())
-    return word[:i] + bytes([word[i] ^ 0x20]) + word[i + 1:]
-count = 0
-for path in open(f"{work}/prefilter-loose-files.txt").read().split():
-    target = tight + path[len(tree):]
-    data = open(target, "rb").read()
-    for word in words:
-        data = data.replace(word, defuse(word))
-    open(target, "wb").write(data)
-    count += 1
-print(f"edited {count} files (same sizes)")
-EOF
-left=$(rg -l -F -g '*.rs' -f "$WORK/triggers.txt" "$TIGHT" | wc -l)
-echo "files of $TIGHT that pass the current pre-filter: $left (expected: $(wc -l < "$WORK/prefilter-tight-files.txt"))"
-
 section "3. timing: hyperfine --warmup $WARMUP --runs $RUNS"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+NO_RMCP=$(find "$TREE" -mindepth 1 -maxdepth 1 -type d ! -name 'rmcp*' | sort | tr '\n' ' ')
+RG="rg -c -F -g '*.rs' -g Cargo.toml -f $WORK/triggers.txt"
 hyperfine --warmup "$WARMUP" --runs "$RUNS" \
     --export-markdown "$WORK/profile.md" --export-json "$WORK/profile.json" \
     -n "cargo-mcp-lint" "$LINT --format concise --exit-zero $TREE > /dev/null" \
-    -n "cargo-mcp-lint, loose-only files defused" "$LINT --format concise --exit-zero $TIGHT > /dev/null" \
     -n "cargo-mcp-lint -j 1" "$LINT --format concise --exit-zero -j 1 $TREE > /dev/null" \
-    -n "ripgrep (trigger words)" "rg -c -F -g '*.rs' -g Cargo.toml -f $WORK/triggers.txt $TREE > /dev/null"
+    -n "cargo-mcp-lint, all crates but rmcp*" "$LINT --format concise --exit-zero $NO_RMCP > /dev/null" \
+    -n "ripgrep (trigger words)" "$RG $TREE > /dev/null" \
+    -n "ripgrep, all crates but rmcp*" "$RG $NO_RMCP > /dev/null" \
+    -n "rg --files (the walk alone)" "rg --files -g '*.rs' -g Cargo.toml $TREE > /dev/null"
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$WORK/profile.json" <<'EOF'
 import json, sys
 r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
-rg = r["ripgrep (trigger words)"]["mean"]
+rg = r["ripgrep (trigger words)"]
 for name, x in r.items():
-    print(f"{name:42s} {1000*x['mean']:8.1f} ms ± {1000*x['stddev']:5.1f}  "
-          f"user {1000*x['user']:6.0f} ms  sys {1000*x['system']:4.0f} ms  / ripgrep = {x['mean']/rg:5.2f}")
+    cpu = x["user"] + x["system"]
+    print(f"{name:38s} {1000*x['mean']:8.1f} ms ± {1000*x['stddev']:5.1f}  CPU {1000*cpu:6.0f} ms "
+          f"(user {1000*x['user']:5.0f}, sys {1000*x['system']:4.0f})  / ripgrep: wall {x['mean']/rg['mean']:5.2f}")
 EOF
 
 # ----- 4. perf ----------------------------------------------------------------------------------

@@ -3,8 +3,10 @@
 # pre-filter's trigger words, the floor) on one large Rust tree: the sources of every crates.io
 # package in Cargo.lock, copied to bench/work/tree. See bench/README.md.
 #
-# Usage: bash bench/run.sh [--ablation]
-#   --ablation  also time ast-grep without its macro-body rules (the `# macro-body:` blocks).
+# Usage: bash bench/run.sh [--ablation | --quick]
+#   --ablation  also time ast-grep without its macro-body rules (the `# macro-body:` blocks);
+#   --quick     time only the linter and ripgrep (seconds instead of minutes: the floor ratio,
+#               e.g. in a quiet moment of a shared machine), into results-quick.{md,json}.
 # Environment: RUNS (default 10), WARMUP (default 2), AST_GREP_VERSION (default 0.51.1).
 #
 # Writes only under bench/work/ (git-ignored): tools, tree, results.{md,json}, run.log.
@@ -17,10 +19,12 @@ RUNS=${RUNS:-10}
 WARMUP=${WARMUP:-2}
 AST_GREP_VERSION=${AST_GREP_VERSION:-0.51.1}
 ABLATION=0
+QUICK=0
 for arg in "$@"; do
     case $arg in
         --ablation) ABLATION=1 ;;
-        *) echo "usage: bash bench/run.sh [--ablation]" >&2; exit 2 ;;
+        --quick) QUICK=1 ;;
+        *) echo "usage: bash bench/run.sh [--ablation | --quick]" >&2; exit 2 ;;
     esac
 done
 mkdir -p "$WORK"
@@ -106,16 +110,17 @@ RS_FILES=$(find "$TREE" -type f -name '*.rs' | wc -l)
 RS_LINES=$(find "$TREE" -type f -name '*.rs' -print0 | xargs -0 cat | wc -l)
 RS_BYTES=$(find "$TREE" -type f -name '*.rs' -print0 | xargs -0 cat | wc -c)
 MANIFESTS=$(find "$TREE" -type f -name Cargo.toml | wc -l)
-echo "crates:      $(wc -l < "$WORK/tree.crates")"
+echo "crates:      $(wc -l < "$WORK/tree.crates") (list: bench/work/tree.crates, sha256 $(sha256sum "$WORK/tree.crates" | cut -c1-12))"
 echo "files:       $TREE_FILES ($TREE_BYTES bytes)"
 echo ".rs files:   $RS_FILES, $RS_LINES lines, $RS_BYTES bytes"
 echo "Cargo.toml:  $MANIFESTS"
 
 # ----- the commands -----------------------------------------------------------------------------
 # ripgrep searches the same files as the linter (.rs and Cargo.toml) for the pre-filter's words,
-# read from lint/src/prefilter.rs so that the floor follows the linter.
-sed -n '/pub const TRIGGERS/,/^];/p' lint/src/prefilter.rs |
-    sed -n 's/^ *"\(.*\)",$/\1/p' | sed 's/\\"/"/g' > "$WORK/triggers.txt"
+# read from lint/src/prefilter.rs so that the floor follows the linter: the union of its lists
+# (TRIGGERS for crates that depend on rmcp, STANDALONE_TRIGGERS for the others).
+sed -n '/pub const [A-Z_]*TRIGGERS/,/^];/p' lint/src/prefilter.rs |
+    sed -n 's/^ *"\(.*\)",$/\1/p' | sed 's/\\"/"/g' | awk '!seen[$0]++' > "$WORK/triggers.txt"
 [ -s "$WORK/triggers.txt" ] || { echo "error: no TRIGGERS in lint/src/prefilter.rs" >&2; exit 1; }
 
 CMD_LINT="$LINT --format concise --exit-zero $TREE > /dev/null"
@@ -143,6 +148,7 @@ if [ "$ABLATION" = 1 ]; then
 fi
 
 # ----- findings (not timed): do the tools do comparable work? -----------------------------------
+if [ "$QUICK" = 0 ]; then
 section "findings (separate, untimed runs)"
 "$LINT" --format json --exit-zero "$TREE" > "$WORK/findings-lint.json"
 "$LINT" --format json --exit-zero --no-prefilter "$TREE" > "$WORK/findings-lint-noprefilter.json"
@@ -160,10 +166,10 @@ sg = [json.loads(line) for line in open(f"{work}/findings-ast-grep.jsonl") if li
 rg = [line.rsplit(":", 1) for line in open(f"{work}/findings-rg.txt") if line.strip()]
 sg_files = open(f"{work}/ast-grep-files.txt").read().strip() or "?"
 s = lint["summary"]
-parsed = rs_files - s["files_skipped_by_prefilter"]
+parsed = s["files_scanned"] - s["files_skipped_by_prefilter"]
 print(f"cargo-mcp-lint: {len(lint['diagnostics'])} findings; {s['files_scanned']} files "
-      f"({rs_files} .rs + Cargo.toml); of the .rs files {s['files_skipped_by_prefilter']} skipped "
-      f"by the pre-filter, {parsed} parsed with syn")
+      f"({rs_files} .rs + Cargo.toml), {s['files_skipped_by_prefilter']} skipped by the pre-filter, "
+      f"{parsed} parsed (syn or toml)")
 print("   ", dict(collections.Counter(d["name"] for d in lint["diagnostics"]).most_common()))
 print(f"cargo-mcp-lint --no-prefilter: {len(nopre['diagnostics'])} findings")
 key = lambda d: (d["path"], d["line"], d["column"], d["name"])
@@ -186,19 +192,30 @@ hits = sum(covered(d) for d in rust)
 print(f"    linter findings in .rs files that an ast-grep finding of the same rule covers: {hits}/{len(rust)}")
 print(f"ripgrep:        {sum(int(c) for _, c in rg)} matching lines in {len(rg)} of {rg_searched} files")
 EOF
+fi
 
 # ----- timing -----------------------------------------------------------------------------------
 section "timing: hyperfine --warmup $WARMUP --runs $RUNS"
-hyperfine --warmup "$WARMUP" --runs "$RUNS" \
-    --export-markdown "$WORK/results.md" --export-json "$WORK/results.json" \
-    -n "cargo-mcp-lint" "$CMD_LINT" \
-    -n "cargo-mcp-lint --no-prefilter" "$CMD_LINT_NOPRE" \
-    -n "ast-grep scan" "$CMD_SG" \
-    -n "ripgrep (trigger words)" "$CMD_RG" \
-    "${extra[@]}"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+RESULTS=$WORK/results
+if [ "$QUICK" = 1 ]; then
+    RESULTS=$WORK/results-quick
+    hyperfine --warmup "$WARMUP" --runs "$RUNS" \
+        --export-markdown "$RESULTS.md" --export-json "$RESULTS.json" \
+        -n "cargo-mcp-lint" "$CMD_LINT" \
+        -n "ripgrep (trigger words)" "$CMD_RG"
+else
+    hyperfine --warmup "$WARMUP" --runs "$RUNS" \
+        --export-markdown "$RESULTS.md" --export-json "$RESULTS.json" \
+        -n "cargo-mcp-lint" "$CMD_LINT" \
+        -n "cargo-mcp-lint --no-prefilter" "$CMD_LINT_NOPRE" \
+        -n "ast-grep scan" "$CMD_SG" \
+        -n "ripgrep (trigger words)" "$CMD_RG" \
+        "${extra[@]}"
+fi
 
 section results
-python3 - "$WORK/results.json" <<'EOF'
+python3 - "$RESULTS.json" <<'EOF'
 import json, math, sys
 results = {r["command"]: r for r in json.load(open(sys.argv[1]))["results"]}
 for name, r in results.items():
@@ -210,16 +227,26 @@ def ratio(a, b):
     error = value * math.hypot(ra["stddev"] / ra["mean"], rb["stddev"] / rb["mean"])
     return value, error
 lint, sg, rg, nopre = "cargo-mcp-lint", "ast-grep scan", "ripgrep (trigger words)", "cargo-mcp-lint --no-prefilter"
-v, e = ratio(sg, lint)
-print(f"\nast-grep / cargo-mcp-lint = {v:.2f} ± {e:.2f}   target >= 2   {'MET' if v >= 2 else 'MISSED'}")
+print()
+if sg in results:
+    v, e = ratio(sg, lint)
+    print(f"ast-grep / cargo-mcp-lint = {v:.2f} ± {e:.2f}   target >= 2   {'MET' if v >= 2 else 'MISSED'}")
 v, e = ratio(lint, rg)
 print(f"cargo-mcp-lint / ripgrep  = {v:.2f} ± {e:.2f}   target <= 3   {'MET' if v <= 3 else 'MISSED'}")
-v, e = ratio(nopre, lint)
-print(f"no pre-filter / pre-filter = {v:.2f} ± {e:.2f}   (what the pre-filter buys)")
+if nopre in results:
+    v, e = ratio(nopre, lint)
+    print(f"no pre-filter / pre-filter = {v:.2f} ± {e:.2f}   (what the pre-filter buys)")
 if "ast-grep (no macro-body rules)" in results:
     v, e = ratio("ast-grep (no macro-body rules)", lint)
     print(f"ast-grep without macro-body rules / cargo-mcp-lint = {v:.2f} ± {e:.2f}")
+# CPU time (user + system) is less sensitive than wall time to other load on a shared machine.
+cpu = lambda name: results[name]["user"] + results[name]["system"]
+print("\nCPU time (user + system):"
+      + (f" ast-grep / cargo-mcp-lint = {cpu(sg) / cpu(lint):.2f}," if sg in results else "")
+      + f" cargo-mcp-lint / ripgrep = {cpu(lint) / cpu(rg):.2f}")
 EOF
+
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 section machine
 echo "nproc: $(nproc)"
@@ -228,4 +255,4 @@ echo "kernel: $(uname -r)"
 free -g
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "results: $WORK/results.md, $WORK/results.json, log: $WORK/run.log"
+echo "results: $RESULTS.md, $RESULTS.json, log: $WORK/run.log"
