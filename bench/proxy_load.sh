@@ -8,7 +8,7 @@
 #   --net quickack  a private network namespace (`unshare -n`, root only) whose loopback routes
 #                   have `quickack 1` (no delayed ACKs): removes the 40 ms Nagle/delayed-ACK
 #                   stalls of the legacy server's SSE responses, leaving CPU as the limit
-#   --net both      (default) host, then quickack
+#   --net both      (default) quickack, then host
 #   --profile       also record the proxy with `perf record -g` during one extra proxy run
 #                   (per network setting) and print where its CPU time goes
 # Environment: REPS (3), DURATION (10s), WARMUP (2s), CONNECTIONS (16), C1_DURATION (5s),
@@ -21,7 +21,7 @@
 #   direct-c1, proxy-c1, direct-elicit-c1, mrtr-bw0-c1    (1 connection, C1_DURATION)
 # then, once, the stdio backend (proxy spawning the fixture server over stdio): proxy and mrtr
 # with default settings, mrtr with --batch-window 0ms.
-# Runtime with the defaults: about 5 minutes per network setting.
+# Runtime with the defaults: about 6 minutes per network setting, plus any waits for a quiet machine.
 #
 # Writes only under bench/work/: bin/ (copies of the binaries), proxy_raw_<net>.jsonl,
 # proxy_results.json, proxy_results.md, proxy_load.log, proxy-logs/, proxy-store-*/, proxy-perf.*.
@@ -366,7 +366,7 @@ NETS=()
 case $NET in
     host) NETS=(host) ;;
     quickack) NETS=(quickack) ;;
-    both) NETS=(host quickack) ;;
+    both) NETS=(quickack host) ;;
 esac
 for net in "${NETS[@]}"; do
     if [ "$net" = host ]; then
