@@ -15,7 +15,6 @@
 #![allow(deprecated)]
 
 use std::{
-    net::SocketAddr,
     sync::{
         atomic::{AtomicU64, Ordering},
         Arc,
@@ -23,8 +22,6 @@ use std::{
     time::Duration,
 };
 
-use anyhow::Context as _;
-use clap::{Parser, ValueEnum};
 use legacy_rmcp::{
     elicit_safe,
     handler::server::{router::tool::ToolRouter, wrapper::Parameters},
@@ -35,19 +32,12 @@ use legacy_rmcp::{
         SamplingMessage, ServerCapabilities, ServerInfo, SetLevelRequestParams,
     },
     service::{ElicitationError, NotificationContext, RequestContext},
-    tool, tool_handler, tool_router,
-    transport::{
-        stdio,
-        streamable_http_server::{
-            session::local::LocalSessionManager, StreamableHttpServerConfig, StreamableHttpService,
-        },
-    },
-    ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceError, ServiceExt,
+    tool, tool_handler, tool_router, ErrorData as McpError, Peer, RoleServer, ServerHandler,
+    ServiceError,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio::sync::Mutex;
-use tokio_util::sync::CancellationToken;
 
 // The rmcp 2.2 macros expand to `rmcp::...` paths; with the crate renamed to
 // `legacy_rmcp`, this alias is what lets `#[tool_router]`/`#[tool]` resolve.
@@ -392,83 +382,13 @@ fn text(text: impl Into<String>) -> CallToolResult {
     CallToolResult::success(vec![ContentBlock::text(text.into())])
 }
 
-// ---- Transports ----
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum Transport {
-    Stdio,
-    Http,
-}
-
-/// Legacy MCP fixture server (rmcp 2.2, push-style server-to-client requests).
-#[derive(Debug, Parser)]
-#[command(version)]
-struct Cli {
-    /// Transport to serve on.
-    #[arg(long, value_enum, default_value_t = Transport::Stdio)]
-    transport: Transport,
-    /// Address for `--transport http` (port 0 picks a free port).
-    #[arg(long, default_value = "127.0.0.1:8000")]
-    listen: SocketAddr,
-}
+// ---- Entry point ----
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    // stdout carries the protocol (stdio) or the address line (http): log to stderr.
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .init();
-
-    let cli = Cli::parse();
-    match cli.transport {
-        Transport::Stdio => serve_stdio().await,
-        Transport::Http => serve_http(cli.listen).await,
-    }
-}
-
-async fn serve_stdio() -> anyhow::Result<()> {
-    let service = FixtureServer::new()
-        .serve(stdio())
-        .await
-        .context("MCP initialization over stdio failed")?;
-    service.waiting().await?;
-    Ok(())
-}
-
-async fn serve_http(listen: SocketAddr) -> anyhow::Result<()> {
-    let ct = CancellationToken::new();
-    // Stateful Streamable HTTP: one `FixtureServer` per `Mcp-Session-Id`.
-    // rmcp 2.2 sends every server-to-client request (and log notification) on
-    // the session's standalone `GET /mcp` SSE stream, buffered until it opens;
-    // only responses and progress go on the stream of the originating POST.
-    let service = StreamableHttpService::new(
-        || Ok(FixtureServer::new()),
-        LocalSessionManager::default().into(),
-        StreamableHttpServerConfig::default()
-            .with_stateful_mode(true)
-            .with_cancellation_token(ct.child_token()),
-    );
-    let router = axum::Router::new().nest_service("/mcp", service);
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .with_context(|| format!("cannot listen on {listen}"))?;
-    let addr = listener.local_addr()?;
-    // Tests wait for this exact line.
-    println!("listening on http://{addr}/mcp");
-    tracing::info!(%addr, "serving Streamable HTTP");
-
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move {
-            // If no signal handler can be installed, run until killed.
-            if tokio::signal::ctrl_c().await.is_err() {
-                std::future::pending::<()>().await;
-            }
-            ct.cancel();
-        })
-        .await?;
-    Ok(())
+    mcp_legacy_fixture_support::run(
+        "Legacy MCP fixture server (rmcp 2.2, push-style server-to-client requests).",
+        FixtureServer::new,
+    )
+    .await
 }
