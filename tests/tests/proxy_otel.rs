@@ -24,9 +24,12 @@ use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message as _;
 use serde_json::json;
 
+/// One received export: its `Content-Type` and body.
+type Export = (Option<String>, Bytes);
+
 #[derive(Default, Clone)]
 struct Collector {
-    exports: Arc<Mutex<Vec<(Option<String>, Bytes)>>>,
+    exports: Arc<Mutex<Vec<Export>>>,
 }
 
 async fn traces(
