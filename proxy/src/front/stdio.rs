@@ -77,7 +77,12 @@ where
                     continue;
                 }
                 match Message::parse(text) {
-                    Err(error) => Some(Rejection::unreadable(&error).to_value()),
+                    Err(error) => {
+                        let rejection = Rejection::unreadable(&error);
+                        crate::metrics::global()
+                            .rejection(crate::metrics::validation_reason(rejection.error.code));
+                        Some(rejection.to_value())
+                    }
                     Ok(message) => {
                         let context = Context {
                             handler: handler.as_ref(),
