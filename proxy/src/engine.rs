@@ -141,7 +141,14 @@ pub struct Engine {
     settings: EngineSettings,
     live: Mutex<HashMap<PauseId, LiveCall>>,
     warned: Mutex<HashSet<(String, RuleId)>>,
+    /// Shutdown started: `/readyz` answers 503 (see [`Engine::start_draining`]).
+    draining: std::sync::atomic::AtomicBool,
+    /// The last store write probe `(when, writable)`, reused for [`STORE_PROBE_CACHE`].
+    store_probe: Mutex<Option<(std::time::Instant, bool)>>,
 }
+
+/// How long a store write probe result is reused by `/readyz`.
+const STORE_PROBE_CACHE: Duration = Duration::from_secs(1);
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -174,7 +181,53 @@ impl Engine {
             settings,
             live: Mutex::new(HashMap::new()),
             warned: Mutex::new(HashSet::new()),
+            draining: std::sync::atomic::AtomicBool::new(false),
+            store_probe: Mutex::new(None),
         })
+    }
+
+    /// Registers the engine's gauges (paused calls, lanes) with the global metrics; they are
+    /// read at each scrape for as long as the engine lives.
+    pub fn register_metrics(self: &Arc<Self>) {
+        let engine = Arc::downgrade(self);
+        crate::metrics::global().on_render(Box::new(move |metrics| {
+            let Some(engine) = engine.upgrade() else {
+                return false;
+            };
+            metrics.set_paused(engine.paused_calls());
+            let (open, leased) = engine.pool.lane_stats();
+            metrics.set_lanes(open, leased);
+            true
+        }));
+    }
+
+    /// Marks the proxy as draining (shutdown started): `/readyz` answers 503 from now on.
+    pub fn start_draining(&self) {
+        self.draining
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Whether the pause store takes writes (a probe write + flush, at most once per second).
+    pub fn store_writable(&self) -> bool {
+        let mut probe = self.store_probe.lock().expect("store probe lock");
+        if let Some((at, writable)) = *probe {
+            if at.elapsed() < STORE_PROBE_CACHE {
+                return writable;
+            }
+        }
+        let writable = match self.store.probe_writable() {
+            Ok(()) => true,
+            Err(error) => {
+                warn!(%error, "the pause store is not writable");
+                false
+            }
+        };
+        *probe = Some((std::time::Instant::now(), writable));
+        writable
     }
 
     /// The number of calls paused in memory (for tests and metrics).
@@ -191,6 +244,7 @@ impl Engine {
             .insert((client.to_owned(), rule));
         if first {
             let rule = rule.rule();
+            crate::metrics::global().deprecation_warning(rule.name);
             warn!(
                 rule = rule.name,
                 code = rule.code,
@@ -453,6 +507,7 @@ impl Engine {
         ) {
             Ok(claims) => claims,
             Err(error) => {
+                crate::metrics::global().rejection(state_rejection_reason(&error));
                 info!(reason = error.reason(), method = %request.method, "rejected requestState");
                 sink.finish(
                     request.id,
@@ -463,6 +518,7 @@ impl Engine {
             }
         };
         if let Err(error) = self.store.claim(&claims.pause_id, now_ms()) {
+            crate::metrics::global().rejection(claim_rejection_reason(&error));
             let (code, message) = match &error {
                 // The state is authentic (it opened with our key), so the pause existed: its
                 // record went with a crash before sled's periodic flush, or was pruned.
@@ -491,6 +547,7 @@ impl Engine {
             .expect("live map lock")
             .remove(&claims.pause_id);
         let Some(mut live) = live else {
+            crate::metrics::global().rejection("state_lost");
             let _ = self.store.set_status(&claims.pause_id, PauseStatus::Lost);
             sink.finish(
                 request.id,
@@ -597,7 +654,10 @@ impl Engine {
             .await;
         let id = request.id.clone();
         match step {
-            Step::Finished(outcome) => sink.finish(id, outcome).await,
+            Step::Finished(outcome) => {
+                crate::metrics::global().call_finished(live.round);
+                sink.finish(id, outcome).await;
+            }
             Step::Pause => match self.park(live) {
                 Ok(result) => sink.finish(id, Ok(result)).await,
                 Err(failed) => {
@@ -875,6 +935,7 @@ impl Engine {
             "inputRequests": input_requests,
             "requestState": self.sealer.seal(&claims),
         });
+        crate::metrics::global().round(&live.method);
         info!(pause = %pause_id, round = live.round, inputs = live.pending.len(), "paused legacy call");
         self.live
             .lock()
@@ -932,6 +993,7 @@ impl Engine {
         }
         let live = self.live.lock().expect("live map lock").remove(&pause_id);
         if let Some(mut live) = live {
+            crate::metrics::global().pause_expired("evicted");
             warn!(pause = %pause_id, "the lane pool is exhausted: evicting the oldest paused call");
             self.abandon(&mut live, "the proxy needed the lane for another call")
                 .await;
@@ -967,6 +1029,7 @@ impl Engine {
                 .expect("live map lock")
                 .remove(&record.pause_id);
             if let Some(mut live) = live {
+                crate::metrics::global().pause_expired("ttl");
                 info!(pause = %record.pause_id, "pause expired: cancelling the legacy call");
                 self.abandon(&mut live, "the client did not retry in time")
                     .await;
@@ -990,6 +1053,37 @@ impl Handler for Engine {
 
     fn is_ready(&self) -> bool {
         self.pool.is_ready()
+    }
+
+    fn readiness(&self) -> Vec<(&'static str, bool)> {
+        vec![
+            ("backend", self.pool.is_ready()),
+            ("store", self.store_writable()),
+            ("not_draining", !self.is_draining()),
+        ]
+    }
+}
+
+/// The `mcp_proxy_rejections_total` reason of a `requestState` that did not open.
+fn state_rejection_reason(error: &crate::state::StateError) -> &'static str {
+    use crate::state::StateError;
+    match error {
+        StateError::Malformed => "state_malformed",
+        StateError::Forged => "state_tampered",
+        StateError::Expired => "state_expired",
+        StateError::WrongPrincipal => "state_foreign_principal",
+        StateError::WrongMethod | StateError::WrongParams => "state_other_params",
+    }
+}
+
+/// The `mcp_proxy_rejections_total` reason of a `requestState` whose pause could not be claimed.
+fn claim_rejection_reason(error: &ClaimError) -> &'static str {
+    match error {
+        ClaimError::AlreadyUsed => "state_replayed",
+        ClaimError::Expired => "state_expired",
+        ClaimError::Cancelled => "state_cancelled",
+        ClaimError::Unknown | ClaimError::Lost => "state_lost",
+        ClaimError::Store(_) => "store_error",
     }
 }
 
@@ -1245,6 +1339,64 @@ fn level_rank(level: &str) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn readiness_names_backend_store_and_draining() {
+        let pool = LanePool::new(
+            crate::backend::BackendSpec::Stdio {
+                program: "/nonexistent/legacy-server".into(),
+                args: Vec::new(),
+            },
+            crate::backend::PoolSettings {
+                max_lanes: 1,
+                roots: Vec::new(),
+                client_info: json!({"name": "test", "version": "0"}),
+                request_timeout: Duration::from_secs(1),
+            },
+        );
+        let engine = Engine::new(
+            pool,
+            Sealer::new(&crate::state::StateKey::generate()),
+            PauseStore::temporary().unwrap(),
+            EngineSettings {
+                pause_ttl: Duration::from_secs(60),
+                batch_window: Duration::from_millis(10),
+                request_timeout: Duration::from_secs(1),
+            },
+        );
+        // No lane was started: the backend is not ready; the store is writable.
+        assert_eq!(
+            engine.readiness(),
+            vec![("backend", false), ("store", true), ("not_draining", true)]
+        );
+        engine.start_draining();
+        assert!(engine.is_draining());
+        assert_eq!(
+            engine.readiness(),
+            vec![("backend", false), ("store", true), ("not_draining", false)]
+        );
+    }
+
+    #[test]
+    fn state_rejections_have_metric_reasons() {
+        use crate::state::StateError;
+        assert_eq!(
+            state_rejection_reason(&StateError::Forged),
+            "state_tampered"
+        );
+        assert_eq!(
+            state_rejection_reason(&StateError::WrongPrincipal),
+            "state_foreign_principal"
+        );
+        assert_eq!(
+            claim_rejection_reason(&ClaimError::AlreadyUsed),
+            "state_replayed"
+        );
+        assert_eq!(
+            claim_rejection_reason(&ClaimError::Expired),
+            "state_expired"
+        );
+    }
 
     #[test]
     fn results_get_result_type_and_caching_fields() {

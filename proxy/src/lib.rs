@@ -8,7 +8,10 @@
 //! - [`state`]: sealing and opening `requestState`;
 //! - [`store`]: the sled pause store;
 //! - [`capabilities`]: client capability profiles;
-//! - [`jsonrpc`]: JSON-RPC messages and error codes.
+//! - [`jsonrpc`]: JSON-RPC messages and error codes;
+//! - [`config`]: flags and the TOML config file;
+//! - [`metrics`]: Prometheus metrics (`GET /metrics`);
+//! - [`telemetry`]: logs (text/JSON) and the optional OpenTelemetry exporter.
 
 #![forbid(unsafe_code)]
 
@@ -18,8 +21,10 @@ pub mod config;
 pub mod engine;
 pub mod front;
 pub mod jsonrpc;
+pub mod metrics;
 pub mod state;
 pub mod store;
+pub mod telemetry;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -83,7 +88,17 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
             request_timeout: args.request_timeout,
         },
     );
+    engine.register_metrics();
     let shutdown = tokio_util::sync::CancellationToken::new();
+    {
+        // Draining: `/readyz` answers 503 from the moment shutdown starts.
+        let engine = engine.clone();
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            shutdown.cancelled().await;
+            engine.start_draining();
+        });
+    }
     spawn_signal_handler(shutdown.clone());
     spawn_sweeper(engine.clone(), args.pause_ttl, shutdown.clone());
     {

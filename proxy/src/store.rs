@@ -266,6 +266,18 @@ impl PauseStore {
         self.boot_id
     }
 
+    /// Checks that the store takes writes: inserts a probe key (tree `meta`, key `readyz-probe`)
+    /// and flushes it to disk. Used by `GET /readyz` (cached by the engine).
+    pub fn probe_writable(&self) -> Result<(), StoreError> {
+        self.meta
+            .insert(b"readyz-probe", &crate::state::now_ms().to_be_bytes())
+            .map_err(sled_error("write the readiness probe"))?;
+        self.db
+            .flush()
+            .map_err(sled_error("flush the readiness probe"))?;
+        Ok(())
+    }
+
     /// The state key kept in the store (tree `meta`, key `state-key`), generated and flushed to
     /// disk on first use. Use it only when neither `--state-key-file` nor `MCP_MRTR_STATE_KEY`
     /// is given. Keeping it across restarts lets a late retry get the precise "lost at restart"

@@ -8,7 +8,10 @@
 //!   that ends with the final response. Notifications get `202 Accepted`.
 //! - `GET`/`DELETE`/other methods on `{path}`: 405 with `Allow: POST` (2026-07-28 has no GET
 //!   stream and no sessions).
-//! - `GET /healthz`: 200 `ok` when the handler is ready, else 503.
+//! - `GET /healthz`: liveness: 200 `ok` when the handler is ready (backend initialized), else 503.
+//! - `GET /readyz`: readiness: 200 `{"ready":true,...}` when every [`Handler::readiness`] check
+//!   passes (backend initialized, store writable, not draining), else 503 naming the failed ones.
+//! - `GET /metrics`: the Prometheus/OpenMetrics exposition of [`crate::metrics::global`].
 //! - anything else: 404.
 //!
 //! `Mcp-Session-Id` and `Last-Event-ID` are ignored; no session id is ever minted or echoed.
@@ -45,8 +48,14 @@ use crate::jsonrpc::{codes, ErrorObject, Message};
 /// The default request body limit.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
-/// The health route.
+/// The health (liveness) route.
 pub const HEALTH_PATH: &str = "/healthz";
+
+/// The readiness route.
+pub const READY_PATH: &str = "/readyz";
+
+/// The metrics route.
+pub const METRICS_PATH: &str = "/metrics";
 
 /// The body of every response the front sends.
 pub type ResponseBody = UnsyncBoxBody<Bytes, Infallible>;
@@ -168,6 +177,7 @@ impl Front {
 
     async fn route(&self, request: Request<Incoming>) -> Response<ResponseBody> {
         if let Err(origin) = self.check_origin(request.headers()) {
+            crate::metrics::global().rejection("origin");
             tracing::warn!(origin = %origin.escape_debug(), "refused a request from a foreign origin");
             return json_response(
                 StatusCode::FORBIDDEN,
@@ -184,11 +194,15 @@ impl Front {
             } else {
                 method_not_allowed("POST")
             }
-        } else if path == HEALTH_PATH {
-            if request.method() == Method::GET || request.method() == Method::HEAD {
-                self.health()
-            } else {
+        } else if path == HEALTH_PATH || path == READY_PATH || path == METRICS_PATH {
+            if request.method() != Method::GET && request.method() != Method::HEAD {
                 method_not_allowed("GET, HEAD")
+            } else if path == HEALTH_PATH {
+                self.health()
+            } else if path == READY_PATH {
+                self.ready()
+            } else {
+                metrics_response()
             }
         } else {
             text_response(StatusCode::NOT_FOUND, "not found\n")
@@ -217,6 +231,26 @@ impl Front {
         }
     }
 
+    fn ready(&self) -> Response<ResponseBody> {
+        let checks = self.handler.readiness();
+        let failed: Vec<&str> = checks
+            .iter()
+            .filter(|(_, passed)| !passed)
+            .map(|(name, _)| *name)
+            .collect();
+        let body = serde_json::json!({
+            "ready": failed.is_empty(),
+            "checks": checks.iter().map(|(name, passed)| ((*name).to_owned(), Value::Bool(*passed))).collect::<serde_json::Map<_, _>>(),
+            "failed": failed,
+        });
+        let status = if failed.is_empty() {
+            StatusCode::OK
+        } else {
+            StatusCode::SERVICE_UNAVAILABLE
+        };
+        json_response(status, &body)
+    }
+
     async fn post(&self, request: Request<Incoming>) -> Response<ResponseBody> {
         let (parts, body) = request.into_parts();
         let limit = self.config.max_body_bytes;
@@ -226,12 +260,14 @@ impl Front {
             .and_then(|value| value.to_str().ok())
             .and_then(|value| value.trim().parse::<u64>().ok());
         if declared.is_some_and(|length| length > limit as u64) {
+            crate::metrics::global().rejection("body_too_large");
             return too_large(limit);
         }
         let bytes = match Limited::new(body, limit).collect().await {
             Ok(collected) => collected.to_bytes(),
             Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => {
-                return too_large(limit)
+                crate::metrics::global().rejection("body_too_large");
+                return too_large(limit);
             }
             Err(error) => {
                 tracing::debug!(%error, "reading the request body failed");
@@ -244,11 +280,18 @@ impl Front {
         };
         let message = match Message::parse(&bytes) {
             Ok(message) => message,
-            Err(error) => return rejection_response(&Rejection::unreadable(&error)),
+            Err(error) => {
+                let rejection = Rejection::unreadable(&error);
+                crate::metrics::global()
+                    .rejection(crate::metrics::validation_reason(rejection.error.code));
+                return rejection_response(&rejection);
+            }
         };
         let principal = principal_of(&parts.headers);
         match validate::validate(&message, Some(&parts.headers), principal) {
             Err(rejection) => {
+                crate::metrics::global()
+                    .rejection(crate::metrics::validation_reason(rejection.error.code));
                 tracing::debug!(
                     code = rejection.error.code,
                     message = %rejection.error.message,
@@ -271,14 +314,10 @@ impl Front {
     /// Runs the handler for one request and turns what it sends into a JSON or SSE response.
     async fn dispatch(&self, request: FrontRequest, sse_allowed: bool) -> Response<ResponseBody> {
         let id = request.id.clone();
-        let span = tracing::info_span!(
-            "request",
-            method = %request.method,
-            id = %request.id,
-            principal = %request.principal.label()
-        );
+        let span = crate::telemetry::request_span(&request, "http");
         let (tx, mut rx) = mpsc::channel(SINK_CAPACITY);
-        start_handler(self.handler.as_ref(), request, ResponseSink::new(tx), span);
+        let sink = ResponseSink::new(tx).observed(&request.method);
+        start_handler(self.handler.as_ref(), request, sink, span);
         // Dropping this future (client gone before the first item) drops `rx`: the sink closes.
         loop {
             match rx.recv().await {
@@ -418,6 +457,16 @@ fn json_response(status: StatusCode, value: &Value) -> Response<ResponseBody> {
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+fn metrics_response() -> Response<ResponseBody> {
+    let mut response =
+        Response::new(Full::new(Bytes::from(crate::metrics::global().render())).boxed_unsync());
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(crate::metrics::CONTENT_TYPE),
     );
     response
 }

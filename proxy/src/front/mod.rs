@@ -34,6 +34,12 @@ pub trait Handler: Send + Sync + 'static {
 
     /// Whether the engine can serve requests (`GET /healthz` answers 200 or 503).
     fn is_ready(&self) -> bool;
+
+    /// The readiness checks of `GET /readyz`, each `(name, passed)`: the front answers 200 when
+    /// all pass, else 503 naming the failed ones. By default only `backend` ([`Handler::is_ready`]).
+    fn readiness(&self) -> Vec<(&'static str, bool)> {
+        vec![("backend", self.is_ready())]
+    }
 }
 
 /// Who is calling: derived from the `Authorization` header (HTTP) so that a `requestState` minted
@@ -94,11 +100,31 @@ pub enum Outgoing {
 pub struct ResponseSink {
     tx: mpsc::Sender<Outgoing>,
     started: bool,
+    /// `(method, start)` when the request is counted in the metrics ([`ResponseSink::observed`]).
+    observed: Option<(String, std::time::Instant)>,
 }
 
 impl ResponseSink {
     pub fn new(tx: mpsc::Sender<Outgoing>) -> Self {
-        ResponseSink { tx, started: false }
+        ResponseSink {
+            tx,
+            started: false,
+            observed: None,
+        }
+    }
+
+    /// Counts this request in [`crate::metrics`]: in flight now, then by outcome and latency
+    /// when it finishes (or `cancelled` when the sink is dropped without a final response).
+    pub fn observed(mut self, method: &str) -> Self {
+        crate::metrics::global().request_started();
+        self.observed = Some((method.to_owned(), std::time::Instant::now()));
+        self
+    }
+
+    fn record(&mut self, outcome: crate::metrics::Outcome) {
+        if let Some((method, start)) = self.observed.take() {
+            crate::metrics::global().request_finished(&method, outcome, start.elapsed());
+        }
     }
 
     /// Whether a notification went out already (on HTTP: the SSE stream has started).
@@ -113,11 +139,20 @@ impl ResponseSink {
     }
 
     /// Sends the final response (consumes the sink).
-    pub async fn finish(self, id: Value, outcome: Result<Value, ErrorObject>) {
+    pub async fn finish(mut self, id: Value, outcome: Result<Value, ErrorObject>) {
         let http_status = match &outcome {
             Err(error) => validate::http_status(error.code),
             Ok(_) => 200,
         };
+        self.record(match &outcome {
+            Err(_) => crate::metrics::Outcome::Error,
+            Ok(result)
+                if result.get("resultType").and_then(Value::as_str) == Some("input_required") =>
+            {
+                crate::metrics::Outcome::InputRequired
+            }
+            Ok(_) => crate::metrics::Outcome::Ok,
+        });
         let _ = self
             .tx
             .send(Outgoing::Final {
@@ -134,5 +169,11 @@ impl ResponseSink {
 
     pub fn is_closed(&self) -> bool {
         self.tx.is_closed()
+    }
+}
+
+impl Drop for ResponseSink {
+    fn drop(&mut self) {
+        self.record(crate::metrics::Outcome::Cancelled);
     }
 }

@@ -77,7 +77,12 @@ where
                     continue;
                 }
                 match Message::parse(text) {
-                    Err(error) => Some(Rejection::unreadable(&error).to_value()),
+                    Err(error) => {
+                        let rejection = Rejection::unreadable(&error);
+                        crate::metrics::global()
+                            .rejection(crate::metrics::validation_reason(rejection.error.code));
+                        Some(rejection.to_value())
+                    }
                     Ok(message) => {
                         let context = Context {
                             handler: handler.as_ref(),
@@ -158,6 +163,8 @@ impl Context<'_> {
         let validated = match validate::validate(&message, None, Principal::anonymous()) {
             Ok(validated) => validated,
             Err(rejection) if matches!(message, Message::Request { .. }) => {
+                crate::metrics::global()
+                    .rejection(crate::metrics::validation_reason(rejection.error.code));
                 tracing::debug!(code = rejection.error.code, message = %rejection.error.message, "rejected a request");
                 return Some(rejection.to_value());
             }
@@ -207,13 +214,10 @@ impl Context<'_> {
                         },
                     );
                 }
-                let span = tracing::info_span!(
-                    "request",
-                    method = %request.method,
-                    id = %request.id,
-                );
+                let span = crate::telemetry::request_span(&request, "stdio");
                 let (tx, rx) = mpsc::channel(SINK_CAPACITY);
-                start_handler(self.handler, request, ResponseSink::new(tx), span.clone());
+                let sink = ResponseSink::new(tx).observed(&request.method);
+                start_handler(self.handler, request, sink, span.clone());
                 let forwarder = Forwarder {
                     rx,
                     id,
