@@ -878,7 +878,7 @@ mod tests {
             store.claim(&resuming.pause_id, NOW).unwrap();
             store.flush().unwrap();
         }
-        let store = PauseStore::open(&path).unwrap();
+        let store = reopen(&path);
         assert_ne!(store.boot_id(), first_boot);
         // Even before the startup pass, a claim of a pre-restart pause is Lost.
         assert!(matches!(
@@ -947,7 +947,7 @@ mod tests {
             let mode = std::fs::metadata(&path).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o700, "{mode:o}");
         }
-        let store = PauseStore::open(&path).unwrap();
+        let store = reopen(&path);
         assert_eq!(store.state_key().unwrap().to_text(), first);
         // Another store has another key.
         let other = PauseStore::temporary().unwrap();
@@ -1032,7 +1032,7 @@ mod tests {
             store.flush().unwrap();
             rec
         };
-        let store = PauseStore::open(dir.path()).unwrap();
+        let store = reopen(dir.path());
         // Not yet marked lost, but of an earlier boot: prunable.
         assert_eq!(store.prune(NOW).unwrap(), 0);
         assert_eq!(store.prune(NOW + 1).unwrap(), 1);
@@ -1263,6 +1263,23 @@ mod tests {
         }
     }
 
+    /// Reopens a store this process just dropped. sled's background flusher thread lets go of
+    /// the database's file lock a moment after the last handle is dropped, so an immediate
+    /// reopen can fail with `WouldBlock`; a new process (a real restart) never sees that.
+    fn reopen(dir: &Path) -> PauseStore {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            match PauseStore::open(dir) {
+                Ok(store) => return store,
+                Err(error) if std::time::Instant::now() < deadline => {
+                    let _ = error;
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                Err(error) => panic!("could not reopen the store: {error}"),
+            }
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
@@ -1333,7 +1350,7 @@ mod tests {
                     Op::Restart => {
                         store.flush().unwrap();
                         drop(store);
-                        store = PauseStore::open(dir.path()).unwrap();
+                        store = reopen(dir.path());
                         boot += 1;
                         let expected = model.values().filter(|r| r.status.is_live()).count();
                         prop_assert_eq!(store.mark_previous_boots_lost().unwrap(), expected);
