@@ -327,7 +327,9 @@ command -v python3 >/dev/null || { echo "error: python3 is needed" >&2; exit 1; 
 command -v curl >/dev/null || { echo "error: curl is needed" >&2; exit 1; }
 
 section build
-cargo build --release -p mcp-mrtr-proxy -p mcp-legacy-fixture-server -p mcp-migrate-tests --example proxy_load
+# Two commands: with `--example`, cargo builds only that example, not the other packages' binaries.
+cargo build --release -p mcp-mrtr-proxy -p mcp-legacy-fixture-server
+cargo build --release -p mcp-migrate-tests --example proxy_load
 # Benchmark copies: other builds in this checkout must not swap a binary mid-run.
 TARGET=${CARGO_TARGET_DIR:-target}/release
 mkdir -p "$BIN"

@@ -275,7 +275,7 @@ impl Front {
             "request",
             method = %request.method,
             id = %request.id,
-            principal = %request.principal.label()
+            principal = %request.principal.display_label()
         );
         let (tx, mut rx) = mpsc::channel(SINK_CAPACITY);
         start_handler(self.handler.as_ref(), request, ResponseSink::new(tx), span);
@@ -290,7 +290,7 @@ impl Front {
                         .ok()
                         .filter(|status| !status.is_informational())
                         .unwrap_or(StatusCode::OK);
-                    return json_response(status, &message.to_value());
+                    return message_response(status, &message);
                 }
                 Some(Outgoing::Notification(message)) if sse_allowed => {
                     let body =
@@ -362,16 +362,13 @@ fn accepts_event_stream(headers: &HeaderMap) -> bool {
         return true;
     }
     values.any(|value| {
-        String::from_utf8_lossy(value.as_bytes())
-            .split(',')
-            .map(|item| {
-                item.split(';')
-                    .next()
-                    .unwrap_or_default()
-                    .trim()
-                    .to_ascii_lowercase()
-            })
-            .any(|media| media == "text/event-stream" || media == "text/*" || media == "*/*")
+        value.as_bytes().split(|&byte| byte == b',').any(|item| {
+            let media = item.split(|&byte| byte == b';').next().unwrap_or_default();
+            let media = media.trim_ascii();
+            [&b"text/event-stream"[..], b"text/*", b"*/*"]
+                .iter()
+                .any(|accepted| media.eq_ignore_ascii_case(accepted))
+        })
     })
 }
 
@@ -414,6 +411,17 @@ fn sse_event(message: &Message) -> Bytes {
 
 fn json_response(status: StatusCode, value: &Value) -> Response<ResponseBody> {
     let mut response = Response::new(Full::new(Bytes::from(value.to_string())).boxed_unsync());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// A final response, serialised straight from the message.
+fn message_response(status: StatusCode, message: &Message) -> Response<ResponseBody> {
+    let mut response = Response::new(Full::new(Bytes::from(message.to_vec())).boxed_unsync());
     *response.status_mut() = status;
     response.headers_mut().insert(
         header::CONTENT_TYPE,
