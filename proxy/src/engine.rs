@@ -648,7 +648,13 @@ impl Engine {
                 response = &mut live.call.response, if !live.answered => {
                     live.answered = true;
                     self.settle(live, request, sink).await;
-                    let outcome = flatten(response);
+                    // A call that was paused and whose legacy side is gone is a lost pause,
+                    // whether the retry noticed the dead backend before or after delivering.
+                    let outcome = match response {
+                        Ok(Err(error)) if live.round > 0 => Err(lost_call(&error)),
+                        Err(_) if live.round > 0 => Err(lost_call(&BackendError::Crashed)),
+                        response => flatten(response),
+                    };
                     if let Err(error) = &outcome {
                         if error.code == codes::LEGACY_URL_ELICITATION_REQUIRED {
                             if let Some(step) = url_elicitation_round(live, sink, error) {
@@ -1027,6 +1033,11 @@ type LegacyOutcome = Result<
     Result<Result<Value, ErrorObject>, BackendError>,
     tokio::sync::oneshot::error::RecvError,
 >;
+
+/// The error of a paused call whose legacy side went away after the pause.
+fn lost_call(error: &BackendError) -> ErrorObject {
+    internal(format!("the paused call was lost: {error}"))
+}
 
 fn flatten(response: LegacyOutcome) -> Result<Value, ErrorObject> {
     match response {
