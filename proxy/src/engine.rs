@@ -84,10 +84,11 @@ struct LiveCall {
     lease: Lease,
     call: PendingCall,
     method: String,
-    params_digest: [u8; 32],
+    /// Digest of the front params; computed when the call first pauses (a call that never
+    /// pauses never needs it).
+    params_digest: Option<[u8; 32]>,
     principal: crate::front::Principal,
     profile: CapabilityProfile,
-    client: String,
     round: u32,
     /// When the call was last parked (for eviction under pool pressure).
     parked_at: Option<tokio::time::Instant>,
@@ -101,8 +102,10 @@ struct LiveCall {
     offered: Map<String, Value>,
     /// The highest progress value sent per front progress token.
     last_progress: Option<f64>,
-    /// The params the legacy request was sent with (to send it again after a -32042 round).
-    legacy_request: Value,
+    /// The progress token the legacy request was sent with. After a -32042 round the request is
+    /// sent again with the retry's params, which match the original ones (the `requestState`
+    /// digest checks that, `_meta` aside), so the params themselves are not kept.
+    progress_token: Value,
     /// The legacy request has answered (its response receiver must not be polled again).
     answered: bool,
     /// The legacy server refused with -32042: once the URL elicitations are accepted, the proxy
@@ -263,10 +266,13 @@ impl Engine {
             .and_then(|info| info.get("name"))
             .and_then(Value::as_str)
             .unwrap_or("unnamed-client");
-        format!("{name}@{}", request.principal.label())
+        format!("{name}@{}", request.principal.display_label())
     }
 
     fn note_client_deprecations(&self, request: &FrontRequest, profile: &CapabilityProfile) {
+        if !(profile.sampling || profile.roots || profile.sampling_context) {
+            return;
+        }
         let client = Engine::client_label(request);
         if profile.sampling {
             self.warn_deprecated(
@@ -438,7 +444,9 @@ impl Engine {
             let lease_future = self.pool.lease(&profile);
             tokio::pin!(lease_future);
             loop {
+                // Biased: a lane that is free at once is taken without arming the timer.
                 tokio::select! {
+                    biased;
                     lease = &mut lease_future => break lease,
                     () = sink.closed() => return,
                     () = tokio::time::sleep(LEASE_PATIENCE) => self.evict_oldest_pause().await,
@@ -453,13 +461,11 @@ impl Engine {
                 return;
             }
         };
-        let token = format!("mrtr-{}", PauseId::random());
-        let legacy_request = Engine::legacy_params(&request.params, Some(&token));
-        let call = match lease
-            .lane
-            .request(&request.method, legacy_request.clone())
-            .await
-        {
+        // Unique per lane (= per legacy session), which is all a progress token needs; no
+        // random bytes per call.
+        let token = lease.lane.mint_progress_token();
+        let legacy_request = Engine::legacy_params(&request.params, token.as_str());
+        let call = match lease.lane.request(&request.method, legacy_request).await {
             Ok(call) => call,
             Err(error) => {
                 sink.finish(request.id, Err(internal(error.to_string())))
@@ -471,10 +477,9 @@ impl Engine {
             lease,
             call,
             method: request.method.clone(),
-            params_digest: params_digest(&request.params),
+            params_digest: None,
             principal: request.principal.clone(),
             profile,
-            client: Engine::client_label(&request),
             round: 0,
             parked_at: None,
             issued: HashMap::new(),
@@ -483,7 +488,7 @@ impl Engine {
             // the legacy server's `inputKey` hints).
             offered: input_responses(&request.params),
             last_progress: None,
-            legacy_request,
+            progress_token: token,
             answered: false,
             reissue: None,
         };
@@ -584,7 +589,10 @@ impl Engine {
                     let sent = live
                         .lease
                         .lane
-                        .request(&live.method, live.legacy_request.clone())
+                        .request(
+                            &live.method,
+                            Engine::legacy_params(&request.params, live.progress_token.as_str()),
+                        )
                         .await;
                     match sent {
                         Ok(call) => {
@@ -647,7 +655,13 @@ impl Engine {
     /// Runs the legacy call until it answers (then answers the front request), or until it needs
     /// input (then parks it and answers `input_required`), or until the client leaves.
     async fn pump(&self, mut live: LiveCall, request: &FrontRequest, mut sink: ResponseSink) {
-        let span = tracing::info_span!("call", method = %live.method, client = %live.client);
+        // The front's `request` span already names the method and the principal; the fields of
+        // this one are only computed when debug logging is on.
+        let span = tracing::debug_span!(
+            "call",
+            method = %live.method,
+            client = %Engine::client_label(request)
+        );
         let step = self
             .run(&mut live, request, &mut sink)
             .instrument(span)
@@ -658,7 +672,7 @@ impl Engine {
                 crate::metrics::global().call_finished(live.round);
                 sink.finish(id, outcome).await;
             }
-            Step::Pause => match self.park(live) {
+            Step::Pause => match self.park(live, request) {
                 Ok(result) => sink.finish(id, Ok(result)).await,
                 Err(failed) => {
                     let (mut live, error) = *failed;
@@ -694,7 +708,13 @@ impl Engine {
                 response = &mut live.call.response, if !live.answered => {
                     live.answered = true;
                     self.settle(live, request, sink).await;
-                    let outcome = flatten(response);
+                    // A call that was paused and whose legacy side is gone is a lost pause,
+                    // whether the retry noticed the dead backend before or after delivering.
+                    let outcome = match response {
+                        Ok(Err(error)) if live.round > 0 => Err(lost_call(&error)),
+                        Err(_) if live.round > 0 => Err(lost_call(&BackendError::Crashed)),
+                        response => flatten(response),
+                    };
                     if let Err(error) = &outcome {
                         if error.code == codes::LEGACY_URL_ELICITATION_REQUIRED {
                             if let Some(step) = url_elicitation_round(live, sink, error) {
@@ -777,12 +797,12 @@ impl Engine {
                 }
                 match method.as_str() {
                     "sampling/createMessage" => self.warn_deprecated(
-                        &live.client,
+                        &Engine::client_label(request),
                         RuleId::DeprecatedSampling,
                         "the legacy server sent sampling/createMessage",
                     ),
                     "roots/list" => self.warn_deprecated(
-                        &live.client,
+                        &Engine::client_label(request),
                         RuleId::DeprecatedRoots,
                         "the legacy server sent roots/list",
                     ),
@@ -852,7 +872,7 @@ impl Engine {
                     }
                     "notifications/message" => {
                         self.warn_deprecated(
-                            &live.client,
+                            &Engine::client_label(request),
                             RuleId::DeprecatedLogging,
                             "the legacy server sent notifications/message",
                         );
@@ -892,7 +912,11 @@ impl Engine {
     }
 
     /// Parks the call in the live map and the store; returns the `input_required` result.
-    fn park(&self, mut live: LiveCall) -> Result<Value, Box<(LiveCall, ErrorObject)>> {
+    fn park(
+        &self,
+        mut live: LiveCall,
+        request: &FrontRequest,
+    ) -> Result<Value, Box<(LiveCall, ErrorObject)>> {
         live.round += 1;
         live.parked_at = Some(tokio::time::Instant::now());
         // Answers offered by this front request apply to it only; the retry brings its own.
@@ -921,7 +945,9 @@ impl Engine {
             pause_id,
             principal: live.principal.clone(),
             method: live.method.clone(),
-            params_digest: live.params_digest,
+            params_digest: *live
+                .params_digest
+                .get_or_insert_with(|| params_digest(&request.params)),
             round: live.round,
             expires_at_ms: deadline,
         };
@@ -1087,8 +1113,11 @@ fn claim_rejection_reason(error: &ClaimError) -> &'static str {
     }
 }
 
+/// Waits for the batch window. A window that is already over (always so with `--batch-window 0ms`)
+/// is over at once: `tokio::time::sleep_until` would still wait for the timer's next 1 ms tick.
 async fn sleep_until(deadline: Option<tokio::time::Instant>) {
     match deadline {
+        Some(deadline) if deadline <= tokio::time::Instant::now() => {}
         Some(deadline) => tokio::time::sleep_until(deadline).await,
         None => std::future::pending().await,
     }
@@ -1098,6 +1127,11 @@ type LegacyOutcome = Result<
     Result<Result<Value, ErrorObject>, BackendError>,
     tokio::sync::oneshot::error::RecvError,
 >;
+
+/// The error of a paused call whose legacy side went away after the pause.
+fn lost_call(error: &BackendError) -> ErrorObject {
+    internal(format!("the paused call was lost: {error}"))
+}
 
 fn flatten(response: LegacyOutcome) -> Result<Value, ErrorObject> {
     match response {

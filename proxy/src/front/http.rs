@@ -329,7 +329,7 @@ impl Front {
                         .ok()
                         .filter(|status| !status.is_informational())
                         .unwrap_or(StatusCode::OK);
-                    return json_response(status, &message.to_value());
+                    return message_response(status, &message);
                 }
                 Some(Outgoing::Notification(message)) if sse_allowed => {
                     let body =
@@ -401,16 +401,13 @@ fn accepts_event_stream(headers: &HeaderMap) -> bool {
         return true;
     }
     values.any(|value| {
-        String::from_utf8_lossy(value.as_bytes())
-            .split(',')
-            .map(|item| {
-                item.split(';')
-                    .next()
-                    .unwrap_or_default()
-                    .trim()
-                    .to_ascii_lowercase()
-            })
-            .any(|media| media == "text/event-stream" || media == "text/*" || media == "*/*")
+        value.as_bytes().split(|&byte| byte == b',').any(|item| {
+            let media = item.split(|&byte| byte == b';').next().unwrap_or_default();
+            let media = media.trim_ascii();
+            [&b"text/event-stream"[..], b"text/*", b"*/*"]
+                .iter()
+                .any(|accepted| media.eq_ignore_ascii_case(accepted))
+        })
     })
 }
 
@@ -467,6 +464,17 @@ fn metrics_response() -> Response<ResponseBody> {
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static(crate::metrics::CONTENT_TYPE),
+    );
+    response
+}
+
+/// A final response, serialised straight from the message.
+fn message_response(status: StatusCode, message: &Message) -> Response<ResponseBody> {
+    let mut response = Response::new(Full::new(Bytes::from(message.to_vec())).boxed_unsync());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
     );
     response
 }

@@ -48,9 +48,12 @@ pub trait Handler: Send + Sync + 'static {
 pub struct Principal(pub [u8; 32]);
 
 impl Principal {
-    /// The principal of requests without credentials (and of the stdio front).
+    /// The principal of requests without credentials (and of the stdio front); hashed once.
     pub fn anonymous() -> Self {
-        Principal::from_credential(b"")
+        static ANONYMOUS: std::sync::OnceLock<Principal> = std::sync::OnceLock::new();
+        ANONYMOUS
+            .get_or_init(|| Principal::from_credential(b""))
+            .clone()
     }
 
     /// SHA-256 over a domain-separation prefix and the raw `Authorization` header value.
@@ -64,7 +67,21 @@ impl Principal {
 
     /// A short, non-reversible label for logs.
     pub fn label(&self) -> String {
-        self.0[..4].iter().map(|b| format!("{b:02x}")).collect()
+        self.display_label().to_string()
+    }
+
+    /// [`Principal::label`] without allocating (for log fields).
+    pub fn display_label(&self) -> impl std::fmt::Display + '_ {
+        PrincipalLabel(self)
+    }
+}
+
+struct PrincipalLabel<'a>(&'a Principal);
+
+impl std::fmt::Display for PrincipalLabel<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let [a, b, c, d, ..] = self.0 .0;
+        write!(f, "{a:02x}{b:02x}{c:02x}{d:02x}")
     }
 }
 

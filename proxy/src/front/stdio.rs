@@ -269,7 +269,7 @@ impl Forwarder {
             let sent = tokio::select! {
                 biased;
                 () = self.cancel.cancelled() => false,
-                sent = self.lines.send(line_of(&message.to_value())) => sent.is_ok(),
+                sent = self.lines.send(message.to_line() + "\n") => sent.is_ok(),
             };
             if !sent || last {
                 break;
