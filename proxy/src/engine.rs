@@ -23,6 +23,7 @@ use crate::backend::{BackendError, BackendEvent, LanePool, Lease, PendingCall};
 use crate::capabilities::CapabilityProfile;
 use crate::front::{FrontRequest, Handler, ResponseSink};
 use crate::jsonrpc::{codes, ErrorObject, Message};
+use crate::limits::{self, CallLimits, StoreHealth};
 use crate::state::{now_ms, params_digest, Claims, PauseId, Sealer};
 use crate::store::{ClaimError, PauseRecord, PauseStatus, PauseStore};
 
@@ -66,6 +67,8 @@ pub struct EngineSettings {
     pub batch_window: Duration,
     /// How long a pass-through request may take on the legacy side.
     pub request_timeout: Duration,
+    /// Caps on pauses, rounds, input request size, and the legacy call's silence.
+    pub limits: CallLimits,
 }
 
 /// One legacy request to the client, waiting for the client's answer.
@@ -141,6 +144,9 @@ pub struct Engine {
     settings: EngineSettings,
     live: Mutex<HashMap<PauseId, LiveCall>>,
     warned: Mutex<HashSet<(String, RuleId)>>,
+    store_health: Arc<StoreHealth>,
+    /// Set when shutdown begins: calls in flight may finish, but none pauses any more.
+    draining: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Engine {
@@ -166,6 +172,17 @@ impl Engine {
         store: PauseStore,
         settings: EngineSettings,
     ) -> Arc<Self> {
+        Engine::with_store_health(pool, sealer, store, settings, StoreHealth::new(None))
+    }
+
+    /// Like [`Engine::new`], with the health check of a store opened from a directory.
+    pub fn with_store_health(
+        pool: Arc<LanePool>,
+        sealer: Sealer,
+        store: PauseStore,
+        settings: EngineSettings,
+        store_health: StoreHealth,
+    ) -> Arc<Self> {
         Arc::new_cyclic(|me| Engine {
             me: me.clone(),
             pool,
@@ -174,7 +191,49 @@ impl Engine {
             settings,
             live: Mutex::new(HashMap::new()),
             warned: Mutex::new(HashSet::new()),
+            store_health: Arc::new(store_health),
+            draining: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Probes whether the pause store can record pauses (see [`StoreHealth`]); the engine
+    /// refuses new pauses while it cannot.
+    pub fn probe_store(&self) {
+        self.store_health.probe(&self.store);
+    }
+
+    /// `Err(reason)` while the pause store cannot record pauses.
+    pub fn store_writable(&self) -> Result<(), String> {
+        self.store_health.check()
+    }
+
+    /// Starts the shutdown: calls in flight may still finish, but none may pause any more.
+    pub fn begin_drain(&self) {
+        self.draining
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Ends every paused call at shutdown: the record becomes `lost` (a retry after a restart
+    /// is told so), the pending legacy requests get `cancel`/an error, the legacy call
+    /// `notifications/cancelled`, and the store is flushed. Returns how many were ended.
+    pub async fn shutdown_pauses(&self) -> usize {
+        self.begin_drain();
+        let calls: Vec<(PauseId, LiveCall)> =
+            self.live.lock().expect("live map lock").drain().collect();
+        let count = calls.len();
+        for (pause_id, mut live) in calls {
+            if let Err(error) =
+                self.store
+                    .transition(&pause_id, PauseStatus::Paused, PauseStatus::Lost)
+            {
+                warn!(%error, pause = %pause_id, "could not mark a paused call lost");
+            }
+            self.abandon(&mut live, "the proxy is shutting down").await;
+        }
+        if let Err(error) = self.store.flush() {
+            warn!(%error, "could not flush the pause store at shutdown");
+        }
+        count
     }
 
     /// The number of calls paused in memory (for tests and metrics).
@@ -627,6 +686,8 @@ impl Engine {
         } else {
             Some(tokio::time::Instant::now() + self.settings.batch_window)
         };
+        let call_timeout = self.settings.limits.call_timeout;
+        let mut silent_until = tokio::time::Instant::now() + call_timeout;
         loop {
             tokio::select! {
                 biased;
@@ -654,6 +715,7 @@ impl Engine {
                     let Some(event) = event else {
                         return Step::Fail(Some(internal("the legacy session ended mid-call")));
                     };
+                    silent_until = tokio::time::Instant::now() + call_timeout;
                     if let Some(error) = self.on_event(live, request, sink, event).await {
                         return Step::Fail(Some(error));
                     }
@@ -667,6 +729,17 @@ impl Engine {
                         continue;
                     }
                     return Step::Pause;
+                }
+                () = tokio::time::sleep_until(silent_until), if live.pending.is_empty() => {
+                    warn!(timeout = ?call_timeout, "the legacy server stayed silent mid-call: cancelling it");
+                    return Step::Fail(Some(limits::limit_error(
+                        format!(
+                            "the legacy server did not answer within {} (--call-timeout): the call was cancelled",
+                            humantime::format_duration(call_timeout)
+                        ),
+                        "call-timeout",
+                        call_timeout.as_millis() as u64,
+                    )));
                 }
             }
         }
@@ -756,6 +829,16 @@ impl Engine {
                     debug!(key, "malformed input response offered up front: asking");
                 }
                 let input_request = input_request(&method, &params, &live.profile);
+                let size =
+                    serde_json::to_vec(&input_request).map_or(usize::MAX, |bytes| bytes.len());
+                if let Some(error) = limits::input_request_too_large(
+                    size,
+                    self.settings.limits.max_input_request_bytes,
+                ) {
+                    warn!(%method, size, "refused a legacy input request too large to forward");
+                    let _ = live.lease.lane.respond(id, refusal_for(&method)).await;
+                    return Some(error);
+                }
                 live.pending.insert(
                     key,
                     PendingInput {
@@ -833,6 +916,38 @@ impl Engine {
 
     /// Parks the call in the live map and the store; returns the `input_required` result.
     fn park(&self, mut live: LiveCall) -> Result<Value, Box<(LiveCall, ErrorObject)>> {
+        if self.draining.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(Box::new((
+                live,
+                internal("the proxy is shutting down: the call was cancelled instead of paused; send it again later"),
+            )));
+        }
+        if let Err(reason) = self.store_health.check() {
+            return Err(Box::new((
+                live,
+                limits::limit_error(
+                    format!("the call needs input but cannot be paused: {reason}; the call was cancelled"),
+                    "store-writable",
+                    0,
+                ),
+            )));
+        }
+        // Count and insert under one lock, so concurrent pauses cannot overshoot the caps.
+        let mut paused = self.live.lock().expect("live map lock");
+        let for_principal = paused
+            .values()
+            .filter(|call| call.principal == live.principal)
+            .count();
+        if let Err(refusal) = limits::check_pause(
+            &self.settings.limits,
+            paused.len(),
+            for_principal,
+            live.round + 1,
+        ) {
+            drop(paused);
+            warn!(?refusal, "refused to pause a call");
+            return Err(Box::new((live, refusal.to_error())));
+        }
         live.round += 1;
         live.parked_at = Some(tokio::time::Instant::now());
         // Answers offered by this front request apply to it only; the retry brings its own.
@@ -852,6 +967,9 @@ impl Engine {
             input_keys: live.pending.keys().cloned().collect(),
         };
         if let Err(error) = self.store.insert(&record) {
+            drop(paused);
+            self.store_health
+                .fail(format!("recording a pause failed: {error}"));
             return Err(Box::new((
                 live,
                 internal(format!("could not record the paused call: {error}")),
@@ -876,10 +994,7 @@ impl Engine {
             "requestState": self.sealer.seal(&claims),
         });
         info!(pause = %pause_id, round = live.round, inputs = live.pending.len(), "paused legacy call");
-        self.live
-            .lock()
-            .expect("live map lock")
-            .insert(pause_id, live);
+        paused.insert(pause_id, live);
         Ok(result)
     }
 
