@@ -146,6 +146,8 @@ pub async fn serve(
                 .instrument(span),
         );
     }
+    // Stop accepting: new connections are refused from here on, not left in the backlog.
+    drop(listener);
     connections.close();
     connections.wait().await;
     Ok(())
