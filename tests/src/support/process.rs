@@ -447,6 +447,12 @@ impl Proxy {
         pids
     }
 
+    /// Kills the proxy (SIGKILL) and its backend children and leaves it dead (its store
+    /// directory stays, e.g. to be opened by the test).
+    pub fn kill(&mut self) {
+        self.kill_hard();
+    }
+
     fn kill_hard(&mut self) {
         let children = self.backend_pids();
         kill_and_reap(&mut self.child);
