@@ -55,6 +55,9 @@ const INPUT_METHODS: &[&str] = &["elicitation/create", "sampling/createMessage",
 const LOG_LINGER: Duration = Duration::from_millis(100);
 /// How long a new call waits for a lane before the oldest paused call is evicted to free one.
 const LEASE_PATIENCE: Duration = Duration::from_secs(2);
+/// How long a finished, expired, cancelled or lost pause record is kept after its deadline (the
+/// margin covers wall-clock steps; retries after the deadline are refused by the state's expiry).
+const RECORD_GRACE: Duration = Duration::from_secs(10);
 /// `_meta` key a legacy server may set on its request to choose the `inputRequests` key.
 pub const INPUT_KEY_HINT: &str = "io.github.mcp-migrate/inputKey";
 
@@ -1087,7 +1090,12 @@ impl Engine {
                     .await;
             }
         }
-        let _ = self.store.prune(now_ms().saturating_sub(24 * 3600 * 1000));
+        // A record matters only until its deadline: a retry after it is refused as expired by
+        // the state itself, before the store is asked. Keeping records longer only grows the
+        // store (and the cost of each sweep's scan) with the number of pauses ever made.
+        let _ = self
+            .store
+            .prune(now_ms().saturating_sub(RECORD_GRACE.as_millis() as u64));
     }
 }
 

@@ -10,9 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcp_migrate_tests::support::{
-    is_alive, BackendKind, ProxyOptions, RawClient, Script, Stack,
-};
+use mcp_migrate_tests::support::{is_alive, BackendKind, ProxyOptions, RawClient, Script, Stack};
 use mcp_mrtr_proxy::store::{PauseStatus, PauseStore};
 use serde_json::json;
 
@@ -76,7 +74,9 @@ async fn act(raw: &RawClient, url: &str, step: u64, tally: &Tally) {
             }
             let (requests, state) = response.input_required();
             let answers = Script::default().answer_all(requests).unwrap();
-            let done = raw.retry_tool("ask_name", json!({}), answers, Some(state)).await;
+            let done = raw
+                .retry_tool("ask_name", json!({}), answers, Some(state))
+                .await;
             expect(done.text() == "Hello, Alice!", "result", &done);
             Tally::bump(&tally.completed);
         }
@@ -90,16 +90,26 @@ async fn act(raw: &RawClient, url: &str, step: u64, tally: &Tally) {
                 let (requests, state) = response.input_required();
                 let answers = Script::default().answer_all(requests).unwrap();
                 let state = state.to_owned();
-                response = raw.retry_tool("ask_twice", json!({}), answers, Some(&state)).await;
+                response = raw
+                    .retry_tool("ask_twice", json!({}), answers, Some(&state))
+                    .await;
                 Tally::bump(&tally.rounds);
             }
-            expect(response.text() == "Alice likes blue", "ask_twice result", &response);
+            expect(
+                response.text() == "Alice likes blue",
+                "ask_twice result",
+                &response,
+            );
             Tally::bump(&tally.completed);
         }
         // Abandoned: never retried (the TTL sweep must cancel it).
         7 => {
             let response = raw.call_tool("ask_name", json!({})).await;
-            expect(response.result_type() == Some("input_required"), "pause", &response);
+            expect(
+                response.result_type() == Some("input_required"),
+                "pause",
+                &response,
+            );
             Tally::bump(&tally.abandoned);
         }
         // Tampered state, then the real retry.
@@ -114,7 +124,9 @@ async fn act(raw: &RawClient, url: &str, step: u64, tally: &Tally) {
                 .retry_tool("ask_name", json!({}), answers.clone(), Some(&flip(state)))
                 .await;
             expect(bad.error_code() == Some(-32602), "tamper refusal", &bad);
-            let done = raw.retry_tool("ask_name", json!({}), answers, Some(state)).await;
+            let done = raw
+                .retry_tool("ask_name", json!({}), answers, Some(state))
+                .await;
             expect(done.text() == "Hello, Alice!", "result after tamper", &done);
             Tally::bump(&tally.tampered);
         }
@@ -130,8 +142,14 @@ async fn act(raw: &RawClient, url: &str, step: u64, tally: &Tally) {
                 .retry_tool("ask_name", json!({}), answers.clone(), Some(state))
                 .await;
             expect(done.text() == "Hello, Alice!", "result", &done);
-            let replay = raw.retry_tool("ask_name", json!({}), answers, Some(state)).await;
-            expect(replay.error_code() == Some(-32602), "replay refusal", &replay);
+            let replay = raw
+                .retry_tool("ask_name", json!({}), answers, Some(state))
+                .await;
+            expect(
+                replay.error_code() == Some(-32602),
+                "replay refusal",
+                &replay,
+            );
             Tally::bump(&tally.replayed);
         }
         // The client disconnects mid-call.
@@ -146,7 +164,11 @@ async fn act(raw: &RawClient, url: &str, step: u64, tally: &Tally) {
                 .body(serde_json::to_vec(&request.body).unwrap())
                 .send()
                 .await;
-            expect(sent.is_err(), "disconnect (the call answered within 50 ms)", &sent.is_ok());
+            expect(
+                sent.is_err(),
+                "disconnect (the call answered within 50 ms)",
+                &sent.is_ok(),
+            );
             Tally::bump(&tally.disconnected);
         }
         // Pass-through.
@@ -154,7 +176,11 @@ async fn act(raw: &RawClient, url: &str, step: u64, tally: &Tally) {
             let response = raw.call_tool("echo", json!({"text": "soak"})).await;
             expect(response.text() == "soak", "echo", &response);
             let listed = raw.call("tools/list", json!({})).await;
-            expect(listed.message["result"]["tools"].is_array(), "tools/list", &listed.message);
+            expect(
+                listed.message["result"]["tools"].is_array(),
+                "tools/list",
+                &listed.message,
+            );
             Tally::bump(&tally.passed_through);
         }
     }
@@ -196,9 +222,10 @@ fn figures(stack: &Stack) -> Figures {
     }
 }
 
-/// Waits for abandoned pauses to be swept and idle connections to close.
+/// Waits for abandoned pauses to be swept, records to be pruned (10 s after their deadline) and
+/// idle connections to close.
 async fn settle() {
-    tokio::time::sleep(TTL + Duration::from_secs(3)).await;
+    tokio::time::sleep(TTL + Duration::from_secs(13)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -229,6 +256,7 @@ async fn the_proxy_returns_to_its_baseline_after_a_soak() {
         // Warm-up: every lane started, allocator pools and sled caches grown.
         let warm = Arc::new(Tally::default());
         drive(&url, workers, Duration::from_secs((secs / 4).clamp(5, 30)), &warm).await;
+        assert_eq!(warm.unexpected.load(Ordering::Relaxed), 0, "warm-up answers");
         settle().await;
         let baseline = figures(&stack);
         let children_before = stack.proxy.child_pids();
@@ -264,8 +292,9 @@ async fn the_proxy_returns_to_its_baseline_after_a_soak() {
             0,
             "every call got the expected answer"
         );
-        // Memory: at most 16 MiB or 25 % above the baseline, whichever is larger.
-        let allowed = (baseline.rss_kib / 4).max(16 * 1024);
+        // Memory: at most 8 MiB or 15 % above the baseline, whichever is larger. (With pause
+        // records kept for 24 h, as before, RSS grew by 18.6 MiB in a 45 s run.)
+        let allowed = (baseline.rss_kib * 15 / 100).max(8 * 1024);
         assert!(
             after.rss_kib <= baseline.rss_kib + allowed,
             "RSS grew from {} KiB to {} KiB (allowed +{allowed} KiB)",
@@ -300,12 +329,10 @@ async fn the_proxy_returns_to_its_baseline_after_a_soak() {
         println!("soak: store records by status {counts:?}");
         let live = counts[&PauseStatus::Paused] + counts[&PauseStatus::Resuming];
         assert_eq!(live, 0, "live pause records left after the sweep: {counts:?}");
-        let expired = counts[&PauseStatus::Expired] as u64;
-        let abandoned = tally.abandoned.load(Ordering::Relaxed) + warm.abandoned.load(Ordering::Relaxed);
-        assert!(
-            expired >= abandoned,
-            "every abandoned pause expired: {expired} expired, {abandoned} abandoned"
-        );
+        // Every record was pruned after its deadline: the store is back to empty, as after
+        // the warm-up.
+        let records: usize = counts.values().sum();
+        assert_eq!(records, 0, "pause records left after pruning: {counts:?}");
     })
     .await;
 }
