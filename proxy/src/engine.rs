@@ -398,11 +398,11 @@ impl Engine {
             tokio::select! {
                 response = call.response => flatten(response),
                 () = tokio::time::sleep(self.settings.request_timeout) => {
-                    let _ = lane.notify("notifications/cancelled", json!({"requestId": legacy_id, "reason": "timeout"})).await;
+                    let _ = lane.cancel(&legacy_id, "timeout").await;
                     Err(internal(BackendError::Timeout(self.settings.request_timeout).to_string()))
                 }
                 () = sink.closed() => {
-                    let _ = lane.notify("notifications/cancelled", json!({"requestId": legacy_id, "reason": "the client disconnected"})).await;
+                    let _ = lane.cancel(&legacy_id, "the client disconnected").await;
                     Err(internal("cancelled"))
                 }
             }
@@ -1017,14 +1017,8 @@ impl Engine {
         if live.answered {
             return;
         }
-        let sent = live
-            .lease
-            .lane
-            .notify(
-                "notifications/cancelled",
-                json!({"requestId": live.call.legacy_id, "reason": reason}),
-            )
-            .await;
+        // `cancel` also forgets the pending request: the legacy server will not answer it.
+        let sent = live.lease.lane.cancel(&live.call.legacy_id, reason).await;
         info!(legacy_id = %live.call.legacy_id, reason, delivered = sent.is_ok(), "cancelled the legacy call");
     }
 
