@@ -10,12 +10,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcp_migrate_tests::support::{is_alive, BackendKind, ProxyOptions, RawClient, Script, Stack};
+use mcp_migrate_tests::support::{
+    is_alive, BackendKind, ProxyOptions, RawClient, RawResponse, Script, Stack,
+};
 use mcp_mrtr_proxy::store::{PauseStatus, PauseStore};
 use serde_json::json;
 
-/// The pause TTL of the soak proxy: abandoned pauses are swept quickly.
-/// Long enough for a retry on a loaded 2-core machine (with 1 s, one retry in 50,000 came late);
+/// The pause TTL of the soak proxy: abandoned pauses are swept quickly. Long enough for a retry on a loaded 2-core machine (late retries are counted and bounded);
 /// short enough that abandoned pauses (1 in 16 calls) hold fewer lanes than the pool has.
 const TTL: Duration = Duration::from_secs(2);
 const POOL: usize = 32;
@@ -29,6 +30,9 @@ struct Tally {
     replayed: AtomicU64,
     disconnected: AtomicU64,
     passed_through: AtomicU64,
+    /// Retries the proxy refused as expired: the client was later than the TTL (the machine is
+    /// shared and may be loaded). Allowed, but bounded.
+    late: AtomicU64,
     unexpected: AtomicU64,
 }
 
@@ -52,6 +56,20 @@ impl Tally {
     }
 }
 
+/// The text of a `tools/call` result; `None` for an error.
+fn text_of(response: &RawResponse) -> Option<String> {
+    response.message.get("result")?;
+    Some(response.text())
+}
+
+/// Whether the proxy refused a retry because its pause had expired.
+fn expired(response: &RawResponse) -> bool {
+    response.error_code() == Some(-32602)
+        && response.message["error"]["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("has expired"))
+}
+
 fn flip(state: &str) -> String {
     let mut bytes = state.as_bytes().to_vec();
     let at = bytes.len() / 2;
@@ -61,7 +79,11 @@ fn flip(state: &str) -> String {
 
 /// One iteration of the workload; `step` picks the action.
 async fn act(raw: &RawClient, url: &str, step: u64, tally: &Tally) {
-    let expect = |ok: bool, what: &str, detail: &dyn std::fmt::Debug| {
+    let expect = |ok: bool, what: &str, detail: &RawResponse| {
+        if !ok && expired(detail) {
+            Tally::bump(&tally.late);
+            return;
+        }
         if !ok {
             Tally::bump(&tally.unexpected);
             eprintln!("soak: unexpected {what}: {detail:?}");
@@ -79,7 +101,11 @@ async fn act(raw: &RawClient, url: &str, step: u64, tally: &Tally) {
             let done = raw
                 .retry_tool("ask_name", json!({}), answers, Some(state))
                 .await;
-            expect(done.text() == "Hello, Alice!", "result", &done);
+            expect(
+                text_of(&done).as_deref() == Some("Hello, Alice!"),
+                "result",
+                &done,
+            );
             Tally::bump(&tally.completed);
         }
         // Two rounds.
@@ -98,7 +124,7 @@ async fn act(raw: &RawClient, url: &str, step: u64, tally: &Tally) {
                 Tally::bump(&tally.rounds);
             }
             expect(
-                response.text() == "Alice likes blue",
+                text_of(&response).as_deref() == Some("Alice likes blue"),
                 "ask_twice result",
                 &response,
             );
@@ -129,7 +155,11 @@ async fn act(raw: &RawClient, url: &str, step: u64, tally: &Tally) {
             let done = raw
                 .retry_tool("ask_name", json!({}), answers, Some(state))
                 .await;
-            expect(done.text() == "Hello, Alice!", "result after tamper", &done);
+            expect(
+                text_of(&done).as_deref() == Some("Hello, Alice!"),
+                "result after tamper",
+                &done,
+            );
             Tally::bump(&tally.tampered);
         }
         // Replay after success.
@@ -143,12 +173,18 @@ async fn act(raw: &RawClient, url: &str, step: u64, tally: &Tally) {
             let done = raw
                 .retry_tool("ask_name", json!({}), answers.clone(), Some(state))
                 .await;
-            expect(done.text() == "Hello, Alice!", "result", &done);
+            expect(
+                text_of(&done).as_deref() == Some("Hello, Alice!"),
+                "result",
+                &done,
+            );
             let replay = raw
                 .retry_tool("ask_name", json!({}), answers, Some(state))
                 .await;
             expect(
-                replay.error_code() == Some(-32602),
+                replay.message["error"]["message"]
+                    .as_str()
+                    .is_some_and(|message| message.contains("already used")),
                 "replay refusal",
                 &replay,
             );
@@ -166,22 +202,25 @@ async fn act(raw: &RawClient, url: &str, step: u64, tally: &Tally) {
                 .body(serde_json::to_vec(&request.body).unwrap())
                 .send()
                 .await;
-            expect(
-                sent.is_err(),
-                "disconnect (the call answered within 50 ms)",
-                &sent.is_ok(),
-            );
+            if sent.is_ok() {
+                Tally::bump(&tally.unexpected);
+                eprintln!("soak: the disconnecting call answered within 50 ms");
+            }
             Tally::bump(&tally.disconnected);
         }
         // Pass-through.
         _ => {
             let response = raw.call_tool("echo", json!({"text": "soak"})).await;
-            expect(response.text() == "soak", "echo", &response);
+            expect(
+                text_of(&response).as_deref() == Some("soak"),
+                "echo",
+                &response,
+            );
             let listed = raw.call("tools/list", json!({})).await;
             expect(
                 listed.message["result"]["tools"].is_array(),
                 "tools/list",
-                &listed.message,
+                &listed,
             );
             Tally::bump(&tally.passed_through);
         }
@@ -273,7 +312,7 @@ async fn the_proxy_returns_to_its_baseline_after_a_soak() {
 
         let total = tally.total();
         println!(
-            "soak: {secs} s, {workers} workers: {total} calls ({:.0}/s): {} completed ({} rounds of ask_twice), {} abandoned, {} tampered, {} replayed, {} disconnected, {} pass-through, {} unexpected",
+            "soak: {secs} s, {workers} workers: {total} calls ({:.0}/s): {} completed ({} rounds of ask_twice), {} abandoned, {} tampered, {} replayed, {} disconnected, {} pass-through, {} late retries, {} unexpected",
             total as f64 / elapsed.as_secs_f64(),
             tally.completed.load(Ordering::Relaxed),
             tally.rounds.load(Ordering::Relaxed),
@@ -282,6 +321,7 @@ async fn the_proxy_returns_to_its_baseline_after_a_soak() {
             tally.replayed.load(Ordering::Relaxed),
             tally.disconnected.load(Ordering::Relaxed),
             tally.passed_through.load(Ordering::Relaxed),
+            tally.late.load(Ordering::Relaxed),
             tally.unexpected.load(Ordering::Relaxed),
         );
         println!("soak: baseline {baseline:?}");
@@ -293,6 +333,11 @@ async fn the_proxy_returns_to_its_baseline_after_a_soak() {
             tally.unexpected.load(Ordering::Relaxed),
             0,
             "every call got the expected answer"
+        );
+        let late = tally.late.load(Ordering::Relaxed);
+        assert!(
+            late * 100 <= total,
+            "{late} of {total} retries came after the {TTL:?} TTL: the machine is too loaded"
         );
         // Memory: at most 8 MiB or 15 % above the baseline, whichever is larger. (With pause
         // records kept for 24 h, as before, RSS grew by 18.6 MiB in a 45 s run.)
