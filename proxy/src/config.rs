@@ -16,6 +16,8 @@ use std::time::Duration;
 
 use clap::{ArgAction, CommandFactory as _, FromArgMatches as _, Parser};
 
+use crate::limits;
+
 /// Serves MCP 2026-07-28 clients from an unmodified legacy MCP server (2025-11-25, 2025-06-18,
 /// 2025-03-26), turning the legacy server's mid-call requests into `input_required` rounds.
 ///
@@ -79,6 +81,60 @@ pub struct Args {
     /// An extra Origin allowed on the HTTP front (loopback origins are always allowed; repeatable)
     #[arg(long = "allowed-origin", value_name = "ORIGIN")]
     pub allowed_origins: Vec<String>,
+
+    /// An extra `Host` accepted on the HTTP front (repeatable). When the front listens on a
+    /// loopback address only loopback hosts are accepted otherwise (DNS-rebinding protection)
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    pub allowed_hosts: Vec<String>,
+
+    /// Largest request body on the HTTP front (bigger: 413)
+    #[arg(long, default_value_t = limits::DEFAULT_MAX_BODY_BYTES, value_name = "BYTES")]
+    pub max_body_bytes: usize,
+
+    /// Largest request head (request line and headers) on the HTTP front (bigger: 431; at least 8192)
+    #[arg(long, default_value_t = limits::DEFAULT_MAX_HEADER_BYTES, value_name = "BYTES")]
+    pub max_header_bytes: usize,
+
+    /// Most header fields in one request on the HTTP front (more: 431)
+    #[arg(long, default_value_t = limits::DEFAULT_MAX_HEADERS, value_name = "N")]
+    pub max_headers: usize,
+
+    /// How long a client may take to send the request head (then the connection is closed)
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub header_read_timeout: Duration,
+
+    /// How long a client may take to send the request body (then 408)
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub body_read_timeout: Duration,
+
+    /// Most requests served at once on the HTTP front (more: 503 with Retry-After)
+    #[arg(long, default_value_t = limits::DEFAULT_MAX_CONCURRENT_REQUESTS, value_name = "N")]
+    pub max_concurrent_requests: usize,
+
+    /// Most paused calls at once (a call that would pause beyond it is cancelled with an error)
+    #[arg(long, default_value_t = limits::DEFAULT_MAX_PAUSED_CALLS, value_name = "N")]
+    pub max_paused_calls: usize,
+
+    /// Most paused calls at once per principal (`Authorization` value)
+    #[arg(long, default_value_t = limits::DEFAULT_MAX_PAUSED_PER_PRINCIPAL, value_name = "N")]
+    pub max_paused_per_principal: usize,
+
+    /// Most input rounds in one call (one more: the call is cancelled with an error)
+    #[arg(long, default_value_t = limits::DEFAULT_MAX_ROUNDS, value_name = "N")]
+    pub max_rounds: u32,
+
+    /// Largest legacy request forwarded as one `inputRequests` entry (bigger: refused, call cancelled)
+    #[arg(long, default_value_t = limits::DEFAULT_MAX_INPUT_REQUEST_BYTES, value_name = "BYTES")]
+    pub max_input_request_bytes: usize,
+
+    /// How long the legacy server may stay silent while a client waits on a tools/call,
+    /// resources/read or prompts/get (any message from it restarts the clock)
+    #[arg(long, default_value = "5m", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub call_timeout: Duration,
+
+    /// On SIGTERM/SIGINT, how long calls in flight may still run before the proxy stops
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub shutdown_grace: Duration,
 
     /// Log format on stderr
     #[arg(long, value_enum, default_value = "text", value_name = "FORMAT")]
@@ -418,6 +474,7 @@ mod tests {
             "N" | "COUNT" | "BYTES" | "SIZE" => "3",
             "URI" => "file:///tmp",
             "ORIGIN" => "https://app.example.com",
+            "HOST" => "proxy.example.com",
             "FILTER" => "debug",
             _ => return None,
         })

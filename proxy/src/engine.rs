@@ -23,6 +23,7 @@ use crate::backend::{BackendError, BackendEvent, LanePool, Lease, PendingCall};
 use crate::capabilities::CapabilityProfile;
 use crate::front::{FrontRequest, Handler, ResponseSink};
 use crate::jsonrpc::{codes, ErrorObject, Message};
+use crate::limits::{self, CallLimits, StoreHealth};
 use crate::state::{now_ms, params_digest, Claims, PauseId, Sealer};
 use crate::store::{ClaimError, PauseRecord, PauseStatus, PauseStore};
 
@@ -54,6 +55,9 @@ const INPUT_METHODS: &[&str] = &["elicitation/create", "sampling/createMessage",
 const LOG_LINGER: Duration = Duration::from_millis(100);
 /// How long a new call waits for a lane before the oldest paused call is evicted to free one.
 const LEASE_PATIENCE: Duration = Duration::from_secs(2);
+/// How long a finished, expired, cancelled or lost pause record is kept after its deadline (the
+/// margin covers wall-clock steps; retries after the deadline are refused by the state's expiry).
+const RECORD_GRACE: Duration = Duration::from_secs(10);
 /// `_meta` key a legacy server may set on its request to choose the `inputRequests` key.
 pub const INPUT_KEY_HINT: &str = "io.github.mcp-migrate/inputKey";
 
@@ -66,6 +70,8 @@ pub struct EngineSettings {
     pub batch_window: Duration,
     /// How long a pass-through request may take on the legacy side.
     pub request_timeout: Duration,
+    /// Caps on pauses, rounds, input request size, and the legacy call's silence.
+    pub limits: CallLimits,
 }
 
 /// One legacy request to the client, waiting for the client's answer.
@@ -144,14 +150,11 @@ pub struct Engine {
     settings: EngineSettings,
     live: Mutex<HashMap<PauseId, LiveCall>>,
     warned: Mutex<HashSet<(String, RuleId)>>,
-    /// Shutdown started: `/readyz` answers 503 (see [`Engine::start_draining`]).
+    store_health: Arc<StoreHealth>,
+    /// Set when shutdown begins: calls in flight may finish, none pauses any more, and
+    /// `/readyz` answers 503 (see [`Engine::begin_drain`]).
     draining: std::sync::atomic::AtomicBool,
-    /// The last store write probe `(when, writable)`, reused for [`STORE_PROBE_CACHE`].
-    store_probe: Mutex<Option<(std::time::Instant, bool)>>,
 }
-
-/// How long a store write probe result is reused by `/readyz`.
-const STORE_PROBE_CACHE: Duration = Duration::from_secs(1);
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -176,6 +179,17 @@ impl Engine {
         store: PauseStore,
         settings: EngineSettings,
     ) -> Arc<Self> {
+        Engine::with_store_health(pool, sealer, store, settings, StoreHealth::new(None))
+    }
+
+    /// Like [`Engine::new`], with the health check of a store opened from a directory.
+    pub fn with_store_health(
+        pool: Arc<LanePool>,
+        sealer: Sealer,
+        store: PauseStore,
+        settings: EngineSettings,
+        store_health: StoreHealth,
+    ) -> Arc<Self> {
         Arc::new_cyclic(|me| Engine {
             me: me.clone(),
             pool,
@@ -184,8 +198,8 @@ impl Engine {
             settings,
             live: Mutex::new(HashMap::new()),
             warned: Mutex::new(HashSet::new()),
+            store_health: Arc::new(store_health),
             draining: std::sync::atomic::AtomicBool::new(false),
-            store_probe: Mutex::new(None),
         })
     }
 
@@ -204,33 +218,49 @@ impl Engine {
         }));
     }
 
-    /// Marks the proxy as draining (shutdown started): `/readyz` answers 503 from now on.
-    pub fn start_draining(&self) {
+    /// Probes whether the pause store can record pauses (see [`StoreHealth`]); the engine
+    /// refuses new pauses while it cannot.
+    pub fn probe_store(&self) {
+        self.store_health.probe(&self.store);
+    }
+
+    /// `Err(reason)` while the pause store cannot record pauses.
+    pub fn store_writable(&self) -> Result<(), String> {
+        self.store_health.check()
+    }
+
+    /// Starts the shutdown: calls in flight may still finish, but none may pause any more, and
+    /// `/readyz` answers 503.
+    pub fn begin_drain(&self) {
         self.draining
-            .store(true, std::sync::atomic::Ordering::SeqCst);
+            .store(true, std::sync::atomic::Ordering::Release);
     }
 
     pub fn is_draining(&self) -> bool {
-        self.draining.load(std::sync::atomic::Ordering::SeqCst)
+        self.draining.load(std::sync::atomic::Ordering::Acquire)
     }
 
-    /// Whether the pause store takes writes (a probe write + flush, at most once per second).
-    pub fn store_writable(&self) -> bool {
-        let mut probe = self.store_probe.lock().expect("store probe lock");
-        if let Some((at, writable)) = *probe {
-            if at.elapsed() < STORE_PROBE_CACHE {
-                return writable;
+    /// Ends every paused call at shutdown: the record becomes `lost` (a retry after a restart
+    /// is told so), the pending legacy requests get `cancel`/an error, the legacy call
+    /// `notifications/cancelled`, and the store is flushed. Returns how many were ended.
+    pub async fn shutdown_pauses(&self) -> usize {
+        self.begin_drain();
+        let calls: Vec<(PauseId, LiveCall)> =
+            self.live.lock().expect("live map lock").drain().collect();
+        let count = calls.len();
+        for (pause_id, mut live) in calls {
+            if let Err(error) =
+                self.store
+                    .transition(&pause_id, PauseStatus::Paused, PauseStatus::Lost)
+            {
+                warn!(%error, pause = %pause_id, "could not mark a paused call lost");
             }
+            self.abandon(&mut live, "the proxy is shutting down").await;
         }
-        let writable = match self.store.probe_writable() {
-            Ok(()) => true,
-            Err(error) => {
-                warn!(%error, "the pause store is not writable");
-                false
-            }
-        };
-        *probe = Some((std::time::Instant::now(), writable));
-        writable
+        if let Err(error) = self.store.flush() {
+            warn!(%error, "could not flush the pause store at shutdown");
+        }
+        count
     }
 
     /// The number of calls paused in memory (for tests and metrics).
@@ -396,11 +426,11 @@ impl Engine {
             tokio::select! {
                 response = call.response => flatten(response),
                 () = tokio::time::sleep(self.settings.request_timeout) => {
-                    let _ = lane.notify("notifications/cancelled", json!({"requestId": legacy_id, "reason": "timeout"})).await;
+                    let _ = lane.cancel(&legacy_id, "timeout").await;
                     Err(internal(BackendError::Timeout(self.settings.request_timeout).to_string()))
                 }
                 () = sink.closed() => {
-                    let _ = lane.notify("notifications/cancelled", json!({"requestId": legacy_id, "reason": "the client disconnected"})).await;
+                    let _ = lane.cancel(&legacy_id, "the client disconnected").await;
                     Err(internal("cancelled"))
                 }
             }
@@ -701,6 +731,8 @@ impl Engine {
         } else {
             Some(tokio::time::Instant::now() + self.settings.batch_window)
         };
+        let call_timeout = self.settings.limits.call_timeout;
+        let mut silent_until = tokio::time::Instant::now() + call_timeout;
         loop {
             tokio::select! {
                 biased;
@@ -734,6 +766,7 @@ impl Engine {
                     let Some(event) = event else {
                         return Step::Fail(Some(internal("the legacy session ended mid-call")));
                     };
+                    silent_until = tokio::time::Instant::now() + call_timeout;
                     if let Some(error) = self.on_event(live, request, sink, event).await {
                         return Step::Fail(Some(error));
                     }
@@ -747,6 +780,17 @@ impl Engine {
                         continue;
                     }
                     return Step::Pause;
+                }
+                () = tokio::time::sleep_until(silent_until), if live.pending.is_empty() => {
+                    warn!(timeout = ?call_timeout, "the legacy server stayed silent mid-call: cancelling it");
+                    return Step::Fail(Some(limits::limit_error(
+                        format!(
+                            "the legacy server did not answer within {} (--call-timeout): the call was cancelled",
+                            humantime::format_duration(call_timeout)
+                        ),
+                        "call-timeout",
+                        call_timeout.as_millis() as u64,
+                    )));
                 }
             }
         }
@@ -836,6 +880,17 @@ impl Engine {
                     debug!(key, "malformed input response offered up front: asking");
                 }
                 let input_request = input_request(&method, &params, &live.profile);
+                let size =
+                    serde_json::to_vec(&input_request).map_or(usize::MAX, |bytes| bytes.len());
+                if let Some(error) = limits::input_request_too_large(
+                    size,
+                    self.settings.limits.max_input_request_bytes,
+                ) {
+                    warn!(%method, size, "refused a legacy input request too large to forward");
+                    crate::metrics::global().rejection("limit_input_request_size");
+                    let _ = live.lease.lane.respond(id, refusal_for(&method)).await;
+                    return Some(error);
+                }
                 live.pending.insert(
                     key,
                     PendingInput {
@@ -917,6 +972,41 @@ impl Engine {
         mut live: LiveCall,
         request: &FrontRequest,
     ) -> Result<Value, Box<(LiveCall, ErrorObject)>> {
+        if self.draining.load(std::sync::atomic::Ordering::Acquire) {
+            crate::metrics::global().rejection("draining");
+            return Err(Box::new((
+                live,
+                internal("the proxy is shutting down: the call was cancelled instead of paused; send it again later"),
+            )));
+        }
+        if let Err(reason) = self.store_health.check() {
+            crate::metrics::global().rejection("store_unwritable");
+            return Err(Box::new((
+                live,
+                limits::limit_error(
+                    format!("the call needs input but cannot be paused: {reason}; the call was cancelled"),
+                    "store-writable",
+                    0,
+                ),
+            )));
+        }
+        // Count and insert under one lock, so concurrent pauses cannot overshoot the caps.
+        let mut paused = self.live.lock().expect("live map lock");
+        let for_principal = paused
+            .values()
+            .filter(|call| call.principal == live.principal)
+            .count();
+        if let Err(refusal) = limits::check_pause(
+            &self.settings.limits,
+            paused.len(),
+            for_principal,
+            live.round + 1,
+        ) {
+            drop(paused);
+            warn!(?refusal, "refused to pause a call");
+            crate::metrics::global().rejection(refusal.metric_reason());
+            return Err(Box::new((live, refusal.to_error())));
+        }
         live.round += 1;
         live.parked_at = Some(tokio::time::Instant::now());
         // Answers offered by this front request apply to it only; the retry brings its own.
@@ -936,6 +1026,9 @@ impl Engine {
             input_keys: live.pending.keys().cloned().collect(),
         };
         if let Err(error) = self.store.insert(&record) {
+            drop(paused);
+            self.store_health
+                .fail(format!("recording a pause failed: {error}"));
             return Err(Box::new((
                 live,
                 internal(format!("could not record the paused call: {error}")),
@@ -963,10 +1056,7 @@ impl Engine {
         });
         crate::metrics::global().round(&live.method);
         info!(pause = %pause_id, round = live.round, inputs = live.pending.len(), "paused legacy call");
-        self.live
-            .lock()
-            .expect("live map lock")
-            .insert(pause_id, live);
+        paused.insert(pause_id, live);
         Ok(result)
     }
 
@@ -986,14 +1076,8 @@ impl Engine {
         if live.answered {
             return;
         }
-        let sent = live
-            .lease
-            .lane
-            .notify(
-                "notifications/cancelled",
-                json!({"requestId": live.call.legacy_id, "reason": reason}),
-            )
-            .await;
+        // `cancel` also forgets the pending request: the legacy server will not answer it.
+        let sent = live.lease.lane.cancel(&live.call.legacy_id, reason).await;
         info!(legacy_id = %live.call.legacy_id, reason, delivered = sent.is_ok(), "cancelled the legacy call");
     }
 
@@ -1061,7 +1145,12 @@ impl Engine {
                     .await;
             }
         }
-        let _ = self.store.prune(now_ms().saturating_sub(24 * 3600 * 1000));
+        // A record matters only until its deadline: a retry after it is refused as expired by
+        // the state itself, before the store is asked. Keeping records longer only grows the
+        // store (and the cost of each sweep's scan) with the number of pauses ever made.
+        let _ = self
+            .store
+            .prune(now_ms().saturating_sub(RECORD_GRACE.as_millis() as u64));
     }
 }
 
@@ -1084,7 +1173,7 @@ impl Handler for Engine {
     fn readiness(&self) -> Vec<(&'static str, bool)> {
         vec![
             ("backend", self.pool.is_ready()),
-            ("store", self.store_writable()),
+            ("store", self.store_writable().is_ok()),
             ("not_draining", !self.is_draining()),
         ]
     }
@@ -1396,6 +1485,7 @@ mod tests {
                 pause_ttl: Duration::from_secs(60),
                 batch_window: Duration::from_millis(10),
                 request_timeout: Duration::from_secs(1),
+                limits: crate::limits::CallLimits::default(),
             },
         );
         // No lane was started: the backend is not ready; the store is writable.
@@ -1403,7 +1493,7 @@ mod tests {
             engine.readiness(),
             vec![("backend", false), ("store", true), ("not_draining", true)]
         );
-        engine.start_draining();
+        engine.begin_drain();
         assert!(engine.is_draining());
         assert_eq!(
             engine.readiness(),

@@ -519,7 +519,8 @@ impl PauseStore {
     /// `Finished`, `Expired`, `Cancelled`, `Lost`, and any record of an earlier boot. Never a
     /// `Paused` or `Resuming` record of this boot (its call is alive). Undecodable records are
     /// kept (a claim reports them as lost). A retry whose record was pruned gets `Unknown`, so
-    /// prune well after the deadlines (e.g. `now - 24 h`). Returns how many were deleted.
+    /// prune after the deadlines, when the state's own expiry refuses every retry first (the
+    /// engine prunes 10 s after them). Returns how many were deleted.
     pub fn prune(&self, older_than_ms: u64) -> Result<usize, StoreError> {
         let mut deleted = 0;
         for Scanned { bytes, record } in self.scan("prune scan")? {

@@ -246,6 +246,26 @@ impl Lane {
         }
     }
 
+    /// Cancels a request of ours: sends `notifications/cancelled` for `legacy_id` and stops
+    /// waiting for its response. A legacy server does not answer a cancelled request, so
+    /// without this its pending entry (and progress route) would stay on the lane for as long
+    /// as the lane lives. Its [`PendingCall`] resolves with `Unavailable("cancelled ...")`.
+    pub async fn cancel(&self, legacy_id: &Value, reason: &str) -> Result<(), BackendError> {
+        let sent = self
+            .notify(
+                "notifications/cancelled",
+                serde_json::json!({"requestId": legacy_id, "reason": reason}),
+            )
+            .await;
+        self.core().complete(
+            legacy_id,
+            Err(BackendError::Unavailable(format!(
+                "cancelled by the proxy: {reason}"
+            ))),
+        );
+        sent
+    }
+
     /// Sends a notification (`notifications/cancelled`, `notifications/initialized`, ...).
     pub async fn notify(&self, method: &str, params: Value) -> Result<(), BackendError> {
         match &self.inner {

@@ -36,7 +36,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::Value;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
@@ -44,9 +44,10 @@ use tracing::Instrument as _;
 use super::validate::{self, error_response, Rejection, Validated};
 use super::{FrontRequest, Handler, Outgoing, Principal, ResponseSink, SINK_CAPACITY};
 use crate::jsonrpc::{codes, ErrorObject, Message};
+use crate::limits::{self, RequestGate};
 
 /// The default request body limit.
-pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+pub const DEFAULT_MAX_BODY_BYTES: usize = limits::DEFAULT_MAX_BODY_BYTES;
 
 /// The health (liveness) route.
 pub const HEALTH_PATH: &str = "/healthz";
@@ -77,8 +78,18 @@ pub struct HttpFrontConfig {
     /// An SSE comment (`:`) is sent after this much silence on an SSE response, so that idle
     /// intermediaries keep long streams (`subscriptions/listen`) open. `None`: never.
     pub sse_keep_alive: Option<Duration>,
+    /// `Host` values accepted besides loopback ones (see [`limits::host_allowed`]).
+    pub allowed_hosts: Vec<String>,
     /// How long a client may take to send the request head.
     pub header_read_timeout: Duration,
+    /// How long a client may take to send the request body (then 408).
+    pub body_read_timeout: Duration,
+    /// Largest request head (hyper's read buffer; at least 8192): bigger gets 431.
+    pub max_header_bytes: usize,
+    /// Most header fields per request: more gets 431.
+    pub max_headers: usize,
+    /// Most POST requests served at once: more get 503 with `Retry-After`.
+    pub max_concurrent_requests: usize,
     /// After shutdown, how long open responses may still run before their connections are closed.
     pub shutdown_grace: Duration,
 }
@@ -91,8 +102,13 @@ impl Default for HttpFrontConfig {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             allowed_origins: Vec::new(),
             sse_keep_alive: Some(Duration::from_secs(15)),
-            header_read_timeout: Duration::from_secs(30),
-            shutdown_grace: Duration::from_secs(10),
+            allowed_hosts: Vec::new(),
+            header_read_timeout: limits::DEFAULT_HEADER_READ_TIMEOUT,
+            body_read_timeout: limits::DEFAULT_BODY_READ_TIMEOUT,
+            max_header_bytes: limits::DEFAULT_MAX_HEADER_BYTES,
+            max_headers: limits::DEFAULT_MAX_HEADERS,
+            max_concurrent_requests: limits::DEFAULT_MAX_CONCURRENT_REQUESTS,
+            shutdown_grace: limits::DEFAULT_SHUTDOWN_GRACE,
         }
     }
 }
@@ -106,7 +122,12 @@ pub async fn serve(
     handler: Arc<dyn Handler>,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
-    let front = Arc::new(Front { config, handler });
+    let gate = RequestGate::new(config.max_concurrent_requests);
+    let front = Arc::new(Front {
+        config,
+        handler,
+        gate,
+    });
     let connections = TaskTracker::new();
     loop {
         let accepted = tokio::select! {
@@ -134,6 +155,8 @@ pub async fn serve(
                 .instrument(span),
         );
     }
+    // Stop accepting: new connections are refused from here on, not left in the backlog.
+    drop(listener);
     connections.close();
     connections.wait().await;
     Ok(())
@@ -142,6 +165,7 @@ pub async fn serve(
 struct Front {
     config: HttpFrontConfig,
     handler: Arc<dyn Handler>,
+    gate: RequestGate,
 }
 
 impl Front {
@@ -154,7 +178,9 @@ impl Front {
         let mut builder = http1::Builder::new();
         builder
             .timer(TokioTimer::new())
-            .header_read_timeout(self.config.header_read_timeout);
+            .header_read_timeout(self.config.header_read_timeout)
+            .max_buf_size(self.config.max_header_bytes.max(8192))
+            .max_headers(self.config.max_headers);
         let connection = builder.serve_connection(TokioIo::new(stream), service);
         tokio::pin!(connection);
         let result = tokio::select! {
@@ -184,6 +210,25 @@ impl Front {
                 &error_response(
                     None,
                     &ErrorObject::new(codes::INVALID_REQUEST, "origin not allowed"),
+                ),
+            );
+        }
+        let host = request
+            .headers()
+            .get(header::HOST)
+            .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
+        if !limits::host_allowed(
+            host.as_deref(),
+            self.config.listen,
+            &self.config.allowed_hosts,
+        ) {
+            crate::metrics::global().rejection("host");
+            tracing::warn!(host = %host.unwrap_or_default().escape_debug(), "refused a request for a foreign Host (DNS rebinding?)");
+            return json_response(
+                StatusCode::FORBIDDEN,
+                &error_response(
+                    None,
+                    &ErrorObject::new(codes::INVALID_REQUEST, "host not allowed"),
                 ),
             );
         }
@@ -263,13 +308,21 @@ impl Front {
             crate::metrics::global().rejection("body_too_large");
             return too_large(limit);
         }
-        let bytes = match Limited::new(body, limit).collect().await {
-            Ok(collected) => collected.to_bytes(),
-            Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => {
+        let read = tokio::time::timeout(
+            self.config.body_read_timeout,
+            Limited::new(body, limit).collect(),
+        );
+        let bytes = match read.await {
+            Err(_) => {
+                crate::metrics::global().rejection("body_read_timeout");
+                return body_timeout(self.config.body_read_timeout);
+            }
+            Ok(Ok(collected)) => collected.to_bytes(),
+            Ok(Err(error)) if error.downcast_ref::<LengthLimitError>().is_some() => {
                 crate::metrics::global().rejection("body_too_large");
                 return too_large(limit);
             }
-            Err(error) => {
+            Ok(Err(error)) => {
                 tracing::debug!(%error, "reading the request body failed");
                 return rejection_response(&Rejection::new(
                     None,
@@ -305,14 +358,28 @@ impl Front {
                 empty_response(StatusCode::ACCEPTED)
             }
             Ok(Validated::Request(request)) => {
-                self.dispatch(request, accepts_event_stream(&parts.headers))
+                // Decided before the handler runs, so before any SSE byte.
+                let Some(permit) = self.gate.try_enter() else {
+                    crate::metrics::global().rejection("limit_concurrent_requests");
+                    tracing::warn!(
+                        max = self.gate.max(),
+                        "refused a request: too many requests in flight"
+                    );
+                    return overloaded(&request.id, &self.gate);
+                };
+                self.dispatch(request, accepts_event_stream(&parts.headers), permit)
                     .await
             }
         }
     }
 
     /// Runs the handler for one request and turns what it sends into a JSON or SSE response.
-    async fn dispatch(&self, request: FrontRequest, sse_allowed: bool) -> Response<ResponseBody> {
+    async fn dispatch(
+        &self,
+        request: FrontRequest,
+        sse_allowed: bool,
+        permit: OwnedSemaphorePermit,
+    ) -> Response<ResponseBody> {
         let id = request.id.clone();
         let span = crate::telemetry::request_span(&request, "http");
         let (tx, mut rx) = mpsc::channel(SINK_CAPACITY);
@@ -332,8 +399,13 @@ impl Front {
                     return message_response(status, &message);
                 }
                 Some(Outgoing::Notification(message)) if sse_allowed => {
-                    let body =
-                        SseBody::new(sse_event(&message), rx, id, self.config.sse_keep_alive);
+                    let body = SseBody::new(
+                        sse_event(&message),
+                        rx,
+                        id,
+                        self.config.sse_keep_alive,
+                        permit,
+                    );
                     return sse_response(body);
                 }
                 // The client accepts only `application/json`: notifications cannot be delivered.
@@ -484,6 +556,40 @@ fn rejection_response(rejection: &Rejection) -> Response<ResponseBody> {
     json_response(status, &rejection.to_value())
 }
 
+/// 503 with `Retry-After` and a JSON-RPC error: too many requests in flight.
+fn overloaded(id: &Value, gate: &RequestGate) -> Response<ResponseBody> {
+    let mut response = json_response(
+        StatusCode::SERVICE_UNAVAILABLE,
+        &error_response(Some(id), &gate.overload_error()),
+    );
+    response.headers_mut().insert(
+        header::RETRY_AFTER,
+        HeaderValue::from(limits::RETRY_AFTER_SECS),
+    );
+    response
+}
+
+/// 408: the client did not send its body within the body read timeout.
+fn body_timeout(limit: Duration) -> Response<ResponseBody> {
+    let mut response = json_response(
+        StatusCode::REQUEST_TIMEOUT,
+        &error_response(
+            None,
+            &ErrorObject::new(
+                codes::INVALID_REQUEST,
+                format!(
+                    "the request body did not arrive within {} (--body-read-timeout)",
+                    humantime::format_duration(limit)
+                ),
+            ),
+        ),
+    );
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
 fn too_large(limit: usize) -> Response<ResponseBody> {
     let mut response = json_response(
         StatusCode::PAYLOAD_TOO_LARGE,
@@ -540,13 +646,14 @@ fn sse_response(body: SseBody) -> Response<ResponseBody> {
 
 /// An SSE response body: it owns the request's receiver, so dropping the response (client gone)
 /// closes the engine's sink. Ends after the final response; a handler that drops its sink
-/// without one gets a `-32603` error event.
+/// without one gets a `-32603` error event. Holds the request's concurrency permit.
 struct SseBody {
     first: Option<Bytes>,
     rx: mpsc::Receiver<Outgoing>,
     id: Value,
     keep_alive: Option<(Duration, Pin<Box<tokio::time::Sleep>>)>,
     done: bool,
+    permit: Option<OwnedSemaphorePermit>,
 }
 
 impl SseBody {
@@ -555,6 +662,7 @@ impl SseBody {
         rx: mpsc::Receiver<Outgoing>,
         id: Value,
         keep_alive: Option<Duration>,
+        permit: OwnedSemaphorePermit,
     ) -> Self {
         SseBody {
             first: Some(first),
@@ -562,6 +670,7 @@ impl SseBody {
             id,
             keep_alive: keep_alive.map(|period| (period, Box::pin(tokio::time::sleep(period)))),
             done: false,
+            permit: Some(permit),
         }
     }
 
@@ -596,10 +705,12 @@ impl Body for SseBody {
             Poll::Ready(Some(Outgoing::Notification(message))) => this.data(sse_event(&message)),
             Poll::Ready(Some(Outgoing::Final { message, .. })) => {
                 this.done = true;
+                this.permit = None;
                 this.data(sse_event(&message))
             }
             Poll::Ready(None) => {
                 this.done = true;
+                this.permit = None;
                 let error = Message::response(this.id.clone(), Err(handler_gone()));
                 this.data(sse_event(&error))
             }

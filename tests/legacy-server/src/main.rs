@@ -102,7 +102,7 @@ impl FixtureServer {
             log_level: Arc::new(Mutex::new(LoggingLevel::Info)),
             next_elicitation: Arc::new(AtomicU64::new(1)),
             vault_consented: Arc::new(std::sync::atomic::AtomicBool::new(false)),
-            tool_router: Self::tool_router(),
+            tool_router: Self::tool_router() + Self::fault_router(),
         }
     }
 }
@@ -391,4 +391,38 @@ async fn main() -> anyhow::Result<()> {
         FixtureServer::new,
     )
     .await
+}
+
+// ---- Tools for the proxy's fault and limit tests ----
+// (Kept at the end of the file so the linter's snapshot of the code above keeps its lines.)
+
+#[derive(Debug, Deserialize, JsonSchema)]
+struct RoundsArgs {
+    /// How many sampling requests to send, one after the other (each one is a proxy round).
+    n: u32,
+    /// Extra characters appended to each sampling prompt (to make large input requests).
+    #[serde(default)]
+    pad: usize,
+    /// How long to wait, in milliseconds, after the last answer before returning.
+    #[serde(default)]
+    sleep_ms: u64,
+}
+
+#[tool_router(router = fault_router)]
+impl FixtureServer {
+    #[tool(
+        description = "Send n sampling requests one after the other (prompt padded by `pad` characters), then wait `sleep_ms` ms and return \"rounds n\""
+    )]
+    async fn rounds(
+        &self,
+        peer: Peer<RoleServer>,
+        Parameters(RoundsArgs { n, pad, sleep_ms }): Parameters<RoundsArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        let padding = "x".repeat(pad.min(64 * 1024 * 1024));
+        for i in 1..=n {
+            sample(&peer, &format!("round {i}{padding}")).await?;
+        }
+        tokio::time::sleep(Duration::from_millis(sleep_ms)).await;
+        Ok(text(format!("rounds {n}")))
+    }
 }
