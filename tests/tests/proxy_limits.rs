@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use mcp_migrate_tests::per_backend;
 use mcp_migrate_tests::support::{
-    assert_error, BackendKind, Proxy, ProxyOptions, RawClient, RawResponse, Script, Stack,
+    assert_error, metric, BackendKind, Proxy, ProxyOptions, RawClient, RawResponse, Script, Stack,
 };
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -251,6 +251,13 @@ async fn paused_calls_are_capped_overall_and_per_principal(kind: BackendKind) {
         "{:?}",
         started.elapsed()
     );
+
+    // Each refusal is counted under its reason.
+    let metrics = stack.proxy.metrics().await;
+    for reason in ["limit_paused_per_principal", "limit_paused_calls"] {
+        let series = format!("mcp_proxy_rejections_total{{reason=\"{reason}\"}}");
+        assert_eq!(metric(&metrics, &series), 1.0, "{series}: {metrics:#?}");
+    }
 
     for (client, paused) in [(&alice, &a1), (&alice, &a2), (&bob, &b1)] {
         finish(client, paused).await;

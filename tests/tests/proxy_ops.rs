@@ -3,15 +3,14 @@
 //! come as JSON spans without credentials, a TOML config file drives the binary, and bad
 //! configuration fails at start with a clear message and exit code 2.
 
-use std::collections::BTreeMap;
 use std::process::Stdio;
 use std::time::Duration;
 
 use mcp_migrate_rules::RuleId;
 use mcp_migrate_tests::per_backend;
 use mcp_migrate_tests::support::{
-    assert_error, binaries_async, within, BackendKind, Proxy, ProxyOptions, RawClient, Script,
-    Stack,
+    assert_error, binaries_async, metric, within, BackendKind, Proxy, ProxyOptions, RawClient,
+    Script, Stack,
 };
 use serde_json::{json, Value};
 
@@ -30,47 +29,6 @@ fn http() -> reqwest::Client {
         .timeout(Duration::from_secs(10))
         .build()
         .unwrap()
-}
-
-/// `GET /metrics`, parsed into `series → value` (series with labels as exposed, e.g.
-/// `mcp_proxy_rejections_total{reason="state_tampered"}`).
-async fn scrape(proxy: &Proxy) -> BTreeMap<String, f64> {
-    let response = http()
-        .get(format!("{}/metrics", base_url(proxy)))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status().as_u16(), 200);
-    let content_type = response.headers()["content-type"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    assert!(
-        content_type.starts_with("application/openmetrics-text"),
-        "{content_type}"
-    );
-    let text = response.text().await.unwrap();
-    assert!(
-        text.ends_with("# EOF\n"),
-        "OpenMetrics text ends with # EOF:\n{text}"
-    );
-    text.lines()
-        .filter(|line| !line.starts_with('#') && !line.is_empty())
-        .map(|line| {
-            let (series, value) = line
-                .rsplit_once(' ')
-                .unwrap_or_else(|| panic!("bad line {line:?}"));
-            let value: f64 = value
-                .parse()
-                .unwrap_or_else(|_| panic!("bad value in {line:?}"));
-            (series.to_owned(), value)
-        })
-        .collect()
-}
-
-/// A series' value; absent counters count as 0.
-fn value(metrics: &BTreeMap<String, f64>, series: &str) -> f64 {
-    metrics.get(series).copied().unwrap_or(0.0)
 }
 
 const ROUNDS: &str = "mcp_proxy_rounds_total{method=\"tools/call\"}";
@@ -104,12 +62,12 @@ async fn metrics_follow_paused_calls_and_rejections(kind: BackendKind) {
     let stack = Stack::start(kind, ProxyOptions::default()).await;
     let proxy = &stack.proxy;
     let raw = stack.raw();
-    let start = scrape(proxy).await;
-    assert_eq!(value(&start, ROUNDS), 0.0, "{start:#?}");
+    let start = proxy.metrics().await;
+    assert_eq!(metric(&start, ROUNDS), 0.0, "{start:#?}");
     assert_eq!(start.get(PAUSED), Some(&0.0), "{start:#?}");
-    assert!(value(&start, "mcp_proxy_lanes_open") >= 1.0, "{start:#?}");
+    assert!(metric(&start, "mcp_proxy_lanes_open") >= 1.0, "{start:#?}");
     assert!(
-        value(&start, "mcp_proxy_lane_starts_total") >= 1.0,
+        metric(&start, "mcp_proxy_lane_starts_total") >= 1.0,
         "{start:#?}"
     );
 
@@ -118,11 +76,15 @@ async fn metrics_follow_paused_calls_and_rejections(kind: BackendKind) {
     let (requests, state) = first.input_required();
     let state = state.to_owned();
     let responses = Script::default().answer_all(requests).unwrap();
-    let paused = scrape(proxy).await;
-    assert_eq!(value(&paused, ROUNDS), 1.0, "{paused:#?}");
-    assert_eq!(value(&paused, PAUSED), 1.0, "{paused:#?}");
-    assert_eq!(value(&paused, INPUT_REQUIRED), 1.0, "{paused:#?}");
-    assert_eq!(value(&paused, "mcp_proxy_lanes_leased"), 1.0, "{paused:#?}");
+    let paused = proxy.metrics().await;
+    assert_eq!(metric(&paused, ROUNDS), 1.0, "{paused:#?}");
+    assert_eq!(metric(&paused, PAUSED), 1.0, "{paused:#?}");
+    assert_eq!(metric(&paused, INPUT_REQUIRED), 1.0, "{paused:#?}");
+    assert_eq!(
+        metric(&paused, "mcp_proxy_lanes_leased"),
+        1.0,
+        "{paused:#?}"
+    );
 
     // A tampered state and another principal are refused; the pause survives both.
     let tampered = raw.retry_request(
@@ -135,39 +97,39 @@ async fn metrics_follow_paused_calls_and_rejections(kind: BackendKind) {
     let mallory = RawClient::new(proxy.url()).with_authorization("Bearer mallory");
     let foreign = mallory.retry_request("ask_name", json!({}), responses.clone(), Some(&state));
     assert_error(&mallory.send(&foreign).await, &foreign, &[-32602]);
-    let refused = scrape(proxy).await;
-    assert_eq!(value(&refused, TAMPERED), 1.0, "{refused:#?}");
-    assert_eq!(value(&refused, FOREIGN), 1.0, "{refused:#?}");
-    assert_eq!(value(&refused, PAUSED), 1.0, "{refused:#?}");
-    assert_eq!(value(&refused, ERRORS), 2.0, "{refused:#?}");
+    let refused = proxy.metrics().await;
+    assert_eq!(metric(&refused, TAMPERED), 1.0, "{refused:#?}");
+    assert_eq!(metric(&refused, FOREIGN), 1.0, "{refused:#?}");
+    assert_eq!(metric(&refused, PAUSED), 1.0, "{refused:#?}");
+    assert_eq!(metric(&refused, ERRORS), 2.0, "{refused:#?}");
 
     // The retry completes the call: paused back to 0, still one round, one call of one round.
     let done = raw
         .retry_tool("ask_name", json!({}), responses.clone(), Some(&state))
         .await;
     assert_eq!(done.text(), "Hello, Alice!", "{done:#?}");
-    let finished = scrape(proxy).await;
-    assert_eq!(value(&finished, PAUSED), 0.0, "{finished:#?}");
-    assert_eq!(value(&finished, ROUNDS), 1.0, "{finished:#?}");
-    assert_eq!(value(&finished, OK), 1.0, "{finished:#?}");
+    let finished = proxy.metrics().await;
+    assert_eq!(metric(&finished, PAUSED), 0.0, "{finished:#?}");
+    assert_eq!(metric(&finished, ROUNDS), 1.0, "{finished:#?}");
+    assert_eq!(metric(&finished, OK), 1.0, "{finished:#?}");
     assert_eq!(
-        value(&finished, "mcp_proxy_call_rounds_count"),
+        metric(&finished, "mcp_proxy_call_rounds_count"),
         1.0,
         "{finished:#?}"
     );
     assert_eq!(
-        value(&finished, "mcp_proxy_call_rounds_sum"),
+        metric(&finished, "mcp_proxy_call_rounds_sum"),
         1.0,
         "{finished:#?}"
     );
-    assert_eq!(value(&finished, LATENCY_COUNT), 4.0, "{finished:#?}");
+    assert_eq!(metric(&finished, LATENCY_COUNT), 4.0, "{finished:#?}");
     assert_eq!(
-        value(&finished, "mcp_proxy_requests_in_flight"),
+        metric(&finished, "mcp_proxy_requests_in_flight"),
         0.0,
         "{finished:#?}"
     );
     assert_eq!(
-        value(&finished, "mcp_proxy_lanes_leased"),
+        metric(&finished, "mcp_proxy_lanes_leased"),
         0.0,
         "{finished:#?}"
     );
@@ -180,16 +142,16 @@ async fn metrics_follow_paused_calls_and_rejections(kind: BackendKind) {
     mismatch.set_header("Mcp-Method", "tools/list");
     let response = raw.send(&mismatch).await;
     assert_eq!(response.status, 400, "{response:#?}");
-    let after = scrape(proxy).await;
-    assert_eq!(value(&after, REPLAYED), 1.0, "{after:#?}");
-    assert_eq!(value(&after, MISMATCH), 1.0, "{after:#?}");
-    assert_eq!(value(&after, TAMPERED), 1.0, "{after:#?}");
+    let after = proxy.metrics().await;
+    assert_eq!(metric(&after, REPLAYED), 1.0, "{after:#?}");
+    assert_eq!(metric(&after, MISMATCH), 1.0, "{after:#?}");
+    assert_eq!(metric(&after, TAMPERED), 1.0, "{after:#?}");
 
     // The raw client declares sampling and roots: one warning per (client, rule), however many
     // requests it sends; mallory is another client.
     for rule in [RuleId::DeprecatedSampling, RuleId::DeprecatedRoots] {
         assert_eq!(
-            value(&after, &deprecation(rule)),
+            metric(&after, &deprecation(rule)),
             2.0,
             "{rule:?}: {after:#?}"
         );
@@ -208,12 +170,12 @@ async fn paused_calls_expire_in_the_metrics(kind: BackendKind) {
     let raw = stack.raw();
     let first = raw.call_tool("ask_name", json!({})).await;
     first.input_required();
-    assert_eq!(value(&scrape(&stack.proxy).await, PAUSED), 1.0);
+    assert_eq!(metric(&stack.proxy.metrics().await, PAUSED), 1.0);
     within(Duration::from_secs(10), "the pause to expire", async {
         loop {
-            let metrics = scrape(&stack.proxy).await;
-            if value(&metrics, "mcp_proxy_pause_expiries_total{cause=\"ttl\"}") == 1.0 {
-                assert_eq!(value(&metrics, PAUSED), 0.0, "{metrics:#?}");
+            let metrics = stack.proxy.metrics().await;
+            if metric(&metrics, "mcp_proxy_pause_expiries_total{cause=\"ttl\"}") == 1.0 {
+                assert_eq!(metric(&metrics, PAUSED), 0.0, "{metrics:#?}");
                 break;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
