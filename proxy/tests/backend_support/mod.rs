@@ -6,7 +6,7 @@
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -42,53 +42,11 @@ pub fn fixture_binary() -> PathBuf {
 }
 
 fn build_fixture() -> Result<PathBuf, String> {
-    // The test binary runs as <target>/<profile>/deps/<name>-<hash>.
-    let exe = std::env::current_exe().map_err(|e| format!("cannot locate the test binary: {e}"))?;
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .ok_or_else(|| format!("unexpected test binary location {}", exe.display()))?
-        .to_path_buf();
-    let target_dir = match std::env::var_os("CARGO_TARGET_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => profile_dir
-            .parent()
-            .ok_or_else(|| format!("unexpected target layout at {}", profile_dir.display()))?
-            .to_path_buf(),
-    };
-    let release = profile_dir
-        .file_name()
-        .is_some_and(|name| name == "release");
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .ok_or("no workspace root")?;
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut command = Command::new(&cargo);
-    command
-        .current_dir(workspace)
-        .args(["build", "--quiet", "-p", FIXTURE])
-        .arg("--target-dir")
-        .arg(&target_dir);
-    if release {
-        command.arg("--release");
-    }
-    let status = command
-        .status()
-        .map_err(|e| format!("cannot run {cargo:?}: {e}"))?;
-    if !status.success() {
-        return Err(format!("`cargo build -p {FIXTURE}` failed ({status})"));
-    }
-    let bin_dir = if profile_dir.starts_with(&target_dir) {
-        profile_dir
-    } else {
-        target_dir.join(if release { "release" } else { "debug" })
-    };
-    let path = bin_dir.join(format!("{FIXTURE}{}", std::env::consts::EXE_SUFFIX));
-    if path.is_file() {
-        Ok(path)
-    } else {
-        Err(format!("{} does not exist", path.display()))
-    }
+    let bin_dir = mcp_migrate_workspace_bins::build(workspace, &[FIXTURE], &[])?;
+    mcp_migrate_workspace_bins::binary_in(&bin_dir, FIXTURE)
 }
 
 /// [`fixture_binary`] from async code, before a test's timeout starts.

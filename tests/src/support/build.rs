@@ -1,7 +1,6 @@
 //! Builds the binaries under test once per test process.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 
 use crate::workspace_root;
@@ -38,87 +37,36 @@ fn build() -> Result<Binaries, String> {
     if let Some(dir) = std::env::var_os("MCP_E2E_BIN_DIR") {
         return located(Path::new(&dir));
     }
-    let (target_dir, profile_dir) = target_and_profile_dirs()?;
-    let release = profile_dir
-        .file_name()
-        .is_some_and(|name| name == "release");
-
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut command = Command::new(&cargo);
-    command
-        .current_dir(workspace_root())
-        .args(["build", "--quiet", "-p", PROXY_BIN, "-p", LEGACY_BIN])
-        .args(["-p", CONFORMANCE_BIN])
-        .arg("--target-dir")
-        .arg(&target_dir);
-    if cfg!(feature = "otel") {
-        // The OpenTelemetry exporter tests need the proxy's optional `otel` feature.
-        command.args(["--features", "mcp-mrtr-proxy/otel"]);
-    }
-    if release {
-        command.arg("--release");
-    }
-    let status = command
-        .status()
-        .map_err(|e| format!("cannot run {cargo:?} to build the e2e binaries: {e}"))?;
-    if !status.success() {
-        return Err(format!(
-            "`cargo build -p {PROXY_BIN} -p {LEGACY_BIN} -p {CONFORMANCE_BIN}` failed ({status})"
-        ));
-    }
-    let bin_dir = if profile_dir.starts_with(&target_dir) {
-        profile_dir
+    // The OpenTelemetry exporter tests need the proxy's optional `otel` feature.
+    let features: &[&str] = if cfg!(feature = "otel") {
+        &["--features", "mcp-mrtr-proxy/otel"]
     } else {
-        target_dir.join(if release { "release" } else { "debug" })
+        &[]
     };
+    let bin_dir = mcp_migrate_workspace_bins::build(
+        &workspace_root(),
+        &[PROXY_BIN, LEGACY_BIN, CONFORMANCE_BIN],
+        features,
+    )?;
     located(&bin_dir)
-}
-
-/// `(target directory, profile directory)` of the running test binary, which runs as
-/// `<target>/<profile>/deps/<name>-<hash>`; `CARGO_TARGET_DIR` wins for the target directory.
-fn target_and_profile_dirs() -> Result<(PathBuf, PathBuf), String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot locate the test binary: {e}"))?;
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .ok_or_else(|| format!("unexpected test binary location {}", exe.display()))?
-        .to_path_buf();
-    let target_dir = match std::env::var_os("CARGO_TARGET_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => profile_dir
-            .parent()
-            .ok_or_else(|| format!("unexpected target layout at {}", profile_dir.display()))?
-            .to_path_buf(),
-    };
-    Ok((target_dir, profile_dir))
 }
 
 /// The cargo target directory the tests build into (for caches such as the conformance suite's
 /// Node installation).
 pub fn target_dir() -> PathBuf {
-    match target_and_profile_dirs() {
+    match mcp_migrate_workspace_bins::target_and_profile_dirs() {
         Ok((target, _)) => target,
         Err(why) => panic!("{why}"),
     }
 }
 
 fn located(dir: &Path) -> Result<Binaries, String> {
-    let binary = |name: &str| dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
-    let binaries = Binaries {
-        proxy: binary(PROXY_BIN),
-        legacy_server: binary(LEGACY_BIN),
-        conformance_server: binary(CONFORMANCE_BIN),
-    };
-    for path in [
-        &binaries.proxy,
-        &binaries.legacy_server,
-        &binaries.conformance_server,
-    ] {
-        if !path.is_file() {
-            return Err(format!("the binary {} does not exist", path.display()));
-        }
-    }
-    Ok(binaries)
+    use mcp_migrate_workspace_bins::binary_in;
+    Ok(Binaries {
+        proxy: binary_in(dir, PROXY_BIN)?,
+        legacy_server: binary_in(dir, LEGACY_BIN)?,
+        conformance_server: binary_in(dir, CONFORMANCE_BIN)?,
+    })
 }
 
 /// [`binaries`] from async code. Tests call it before starting their timeout, so that the first
