@@ -8,7 +8,8 @@
 //! - [`state`]: sealing and opening `requestState`;
 //! - [`store`]: the sled pause store;
 //! - [`capabilities`]: client capability profiles;
-//! - [`jsonrpc`]: JSON-RPC messages and error codes.
+//! - [`jsonrpc`]: JSON-RPC messages and error codes;
+//! - `fuzzing` (hidden): entry points for the fuzz targets in `fuzz/`, not a stable API.
 
 #![forbid(unsafe_code)]
 
@@ -17,6 +18,8 @@ pub mod capabilities;
 pub mod config;
 pub mod engine;
 pub mod front;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod jsonrpc;
 pub mod state;
 pub mod store;

@@ -456,9 +456,15 @@ impl Sealer {
     /// [`TYPICAL_STATE_LEN`] characters for the three MRTR methods; another method adds its name
     /// (a method over ~2,900 bytes would give a state [`open`](Self::open) refuses as too long).
     pub fn seal(&self, claims: &Claims) -> String {
-        let plaintext = encode_claims(claims);
         let mut nonce = [0u8; NONCE_LEN];
         OsRng.fill_bytes(&mut nonce);
+        self.seal_with_nonce(claims, nonce)
+    }
+
+    /// [`seal`](Self::seal) with a given nonce, so that a fuzz target can reproduce a state.
+    /// Never for real states: a nonce must not be used twice under one key.
+    pub(crate) fn seal_with_nonce(&self, claims: &Claims, nonce: [u8; NONCE_LEN]) -> String {
+        let plaintext = encode_claims(claims);
         let ciphertext = self
             .aead
             .encrypt(
