@@ -13,7 +13,8 @@
 #                   (per network setting) and print where its CPU time goes
 # Environment: REPS (3), DURATION (10s), WARMUP (2s), CONNECTIONS (16), C1_DURATION (5s),
 #   POOL_SIZE (16: the proxy's --pool-size; another value writes *-pool<N> result files),
-#   QUIET_MAX (300: the longest wait, in seconds, for other work on the machine to stop before a run).
+#   QUIET_MAX (300: the longest wait, in seconds, for other work on the machine to stop before a run),
+#   NO_BUILD (1: skip the build and use the binaries already copied to bench/work/bin).
 #
 # Per network setting: one legacy HTTP server; two proxies in front of it (default settings, and
 # `--batch-window 0ms`); REPS interleaved repetitions of
@@ -326,15 +327,25 @@ exec > >(tee "$WORK/proxy_load.log") 2>&1
 command -v python3 >/dev/null || { echo "error: python3 is needed" >&2; exit 1; }
 command -v curl >/dev/null || { echo "error: curl is needed" >&2; exit 1; }
 
-section build
-cargo build --release -p mcp-mrtr-proxy -p mcp-legacy-fixture-server -p mcp-migrate-tests --example proxy_load
-# Benchmark copies: other builds in this checkout must not swap a binary mid-run.
-TARGET=${CARGO_TARGET_DIR:-target}/release
-mkdir -p "$BIN"
-for file in "$TARGET/mcp-mrtr-proxy" "$TARGET/mcp-legacy-fixture-server" "$TARGET/examples/proxy_load"; do
-    cp "$file" "$BIN/.$(basename "$file").new" # then rename: works while an old copy still runs
-    mv -f "$BIN/.$(basename "$file").new" "$BIN/$(basename "$file")"
-done
+if [ "${NO_BUILD:-0}" = 1 ]; then
+    section "build skipped (NO_BUILD=1): using the binaries in $BIN"
+    for file in mcp-mrtr-proxy mcp-legacy-fixture-server proxy_load; do
+        [ -x "$BIN/$file" ] || { echo "error: $BIN/$file is missing" >&2; exit 1; }
+    done
+else
+    section build
+    # Two commands: with `--example`, cargo builds only that example, not the other packages'
+    # binaries.
+    cargo build --release -p mcp-mrtr-proxy -p mcp-legacy-fixture-server
+    cargo build --release -p mcp-migrate-tests --example proxy_load
+    # Benchmark copies: other builds in this checkout must not swap a binary mid-run.
+    TARGET=${CARGO_TARGET_DIR:-target}/release
+    mkdir -p "$BIN"
+    for file in "$TARGET/mcp-mrtr-proxy" "$TARGET/mcp-legacy-fixture-server" "$TARGET/examples/proxy_load"; do
+        cp "$file" "$BIN/.$(basename "$file").new" # then rename: works while an old copy still runs
+        mv -f "$BIN/.$(basename "$file").new" "$BIN/$(basename "$file")"
+    done
+fi
 
 section machine
 MACHINE_JSON=$(python3 - <<'EOF'

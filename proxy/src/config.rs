@@ -1,10 +1,22 @@
-//! Command-line configuration of `mcp-mrtr-proxy`.
+//! Command-line configuration of `mcp-mrtr-proxy`, optionally from a TOML file.
+//!
+//! `--config FILE` (or env `MCP_MRTR_PROXY_CONFIG`) names a TOML file whose top-level keys are
+//! the long flags (kebab or snake case): `listen = "0.0.0.0:8787"`, `pool-size = 8`,
+//! `root = ["file:///a", "file:///b"]` (arrays repeat a flag), `stdio = true` (booleans are bare
+//! flags), and `command = ["legacy-server", "--stdio"]` (the legacy command after `--`). The file
+//! becomes arguments placed before the real command line ([`load`]), so every flag — including
+//! flags added later — works in the file without extra code; a flag given on the command line
+//! wins over the file's key (`--upstream` and a command after `--` count as one setting).
 
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use clap::Parser;
+use clap::{ArgAction, CommandFactory as _, FromArgMatches as _, Parser};
+
+use crate::limits;
 
 /// Serves MCP 2026-07-28 clients from an unmodified legacy MCP server (2025-11-25, 2025-06-18,
 /// 2025-03-26), turning the legacy server's mid-call requests into `input_required` rounds.
@@ -12,8 +24,13 @@ use clap::Parser;
 /// Give the legacy server either as `--upstream URL` (legacy Streamable HTTP) or as a command
 /// after `--` (a legacy stdio server, spawned and supervised by the proxy).
 #[derive(Debug, Parser)]
-#[command(name = "mcp-mrtr-proxy", version)]
+#[command(name = "mcp-mrtr-proxy", version, args_override_self = true)]
 pub struct Args {
+    /// A TOML file of flags (keys = long flag names; see mcp-mrtr-proxy.example.toml). Flags on
+    /// the command line win. Env: MCP_MRTR_PROXY_CONFIG
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
     /// Legacy Streamable HTTP server, e.g. http://127.0.0.1:8000/mcp
     #[arg(long, value_name = "URL", conflicts_with = "command")]
     pub upstream: Option<String>,
@@ -64,4 +81,643 @@ pub struct Args {
     /// An extra Origin allowed on the HTTP front (loopback origins are always allowed; repeatable)
     #[arg(long = "allowed-origin", value_name = "ORIGIN")]
     pub allowed_origins: Vec<String>,
+
+    /// An extra `Host` accepted on the HTTP front (repeatable). When the front listens on a
+    /// loopback address only loopback hosts are accepted otherwise (DNS-rebinding protection)
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    pub allowed_hosts: Vec<String>,
+
+    /// Largest request body on the HTTP front (bigger: 413)
+    #[arg(long, default_value_t = limits::DEFAULT_MAX_BODY_BYTES, value_name = "BYTES")]
+    pub max_body_bytes: usize,
+
+    /// Largest request head (request line and headers) on the HTTP front (bigger: 431; at least 8192)
+    #[arg(long, default_value_t = limits::DEFAULT_MAX_HEADER_BYTES, value_name = "BYTES")]
+    pub max_header_bytes: usize,
+
+    /// Most header fields in one request on the HTTP front (more: 431)
+    #[arg(long, default_value_t = limits::DEFAULT_MAX_HEADERS, value_name = "N")]
+    pub max_headers: usize,
+
+    /// How long a client may take to send the request head (then the connection is closed)
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub header_read_timeout: Duration,
+
+    /// How long a client may take to send the request body (then 408)
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub body_read_timeout: Duration,
+
+    /// Most requests served at once on the HTTP front (more: 503 with Retry-After)
+    #[arg(long, default_value_t = limits::DEFAULT_MAX_CONCURRENT_REQUESTS, value_name = "N")]
+    pub max_concurrent_requests: usize,
+
+    /// Most paused calls at once (a call that would pause beyond it is cancelled with an error)
+    #[arg(long, default_value_t = limits::DEFAULT_MAX_PAUSED_CALLS, value_name = "N")]
+    pub max_paused_calls: usize,
+
+    /// Most paused calls at once per principal (`Authorization` value)
+    #[arg(long, default_value_t = limits::DEFAULT_MAX_PAUSED_PER_PRINCIPAL, value_name = "N")]
+    pub max_paused_per_principal: usize,
+
+    /// Most input rounds in one call (one more: the call is cancelled with an error)
+    #[arg(long, default_value_t = limits::DEFAULT_MAX_ROUNDS, value_name = "N")]
+    pub max_rounds: u32,
+
+    /// Largest legacy request forwarded as one `inputRequests` entry (bigger: refused, call cancelled)
+    #[arg(long, default_value_t = limits::DEFAULT_MAX_INPUT_REQUEST_BYTES, value_name = "BYTES")]
+    pub max_input_request_bytes: usize,
+
+    /// How long the legacy server may stay silent while a client waits on a tools/call,
+    /// resources/read or prompts/get (any message from it restarts the clock)
+    #[arg(long, default_value = "5m", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub call_timeout: Duration,
+
+    /// On SIGTERM/SIGINT, how long calls in flight may still run before the proxy stops
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub shutdown_grace: Duration,
+
+    /// Log format on stderr
+    #[arg(long, value_enum, default_value = "text", value_name = "FORMAT")]
+    pub log_format: crate::telemetry::LogFormat,
+
+    /// Log filter in `tracing` EnvFilter syntax, e.g. `info` or `info,mcp_mrtr_proxy=debug`
+    /// [default: env RUST_LOG, else info]
+    #[arg(long, value_name = "FILTER")]
+    pub log_level: Option<String>,
+
+    /// Export traces with OpenTelemetry OTLP/HTTP (protobuf) to this URL, e.g.
+    /// http://127.0.0.1:4318 (`/v1/traces` is appended unless present). Needs a build with
+    /// the cargo feature `otel`
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
+}
+
+impl Args {
+    /// The logging/tracing settings.
+    pub fn telemetry(&self) -> crate::telemetry::TelemetrySettings {
+        crate::telemetry::TelemetrySettings {
+            log_format: self.log_format,
+            log_level: self.log_level.clone(),
+            otlp_endpoint: self.otlp_endpoint.clone(),
+        }
+    }
+}
+
+/// The environment variable naming a config file (`--config` wins).
+pub const CONFIG_ENV: &str = "MCP_MRTR_PROXY_CONFIG";
+
+/// Why [`load`] failed.
+#[derive(Debug)]
+pub enum LoadError {
+    /// A command-line problem, `--help` or `--version`: print it with [`clap::Error::exit`].
+    Cli(clap::Error),
+    /// A config file problem (unreadable, not TOML, unknown key, bad value), with file and line.
+    File(String),
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadError::Cli(error) => write!(f, "{error}"),
+            LoadError::File(message) => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// Parses `argv` (program name first) with the config file of `--config` or `env_config`.
+pub fn load<I, T>(argv: I, env_config: Option<OsString>) -> Result<Args, LoadError>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString>,
+{
+    let matches = matches_with_config(argv, env_config)?;
+    Args::from_arg_matches(&matches).map_err(LoadError::Cli)
+}
+
+/// One config file key that became arguments.
+#[derive(Debug)]
+struct FileKey {
+    key: String,
+    line: usize,
+}
+
+/// [`load`] without the conversion to [`Args`] (the tests look at value sources).
+pub fn matches_with_config<I, T>(
+    argv: I,
+    env_config: Option<OsString>,
+) -> Result<clap::ArgMatches, LoadError>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString>,
+{
+    let argv: Vec<OsString> = argv.into_iter().map(Into::into).collect();
+    let command = Args::command();
+    let Some(path) = config_path(&argv).or(env_config.filter(|path| !path.is_empty())) else {
+        return command.try_get_matches_from(argv).map_err(LoadError::Cli);
+    };
+    let path = PathBuf::from(path);
+    let text = std::fs::read_to_string(&path).map_err(|error| {
+        LoadError::File(format!(
+            "cannot read the config file {}: {error}",
+            path.display()
+        ))
+    })?;
+    let cli = CliFlags::scan(&argv);
+    let (file_args, trailing, keys) = file_arguments(&text, &path, &cli)?;
+    let mut merged = Vec::with_capacity(argv.len() + file_args.len() + trailing.len() + 1);
+    merged.extend(argv.first().cloned());
+    merged.extend(file_args);
+    merged.extend(argv.iter().skip(1).cloned());
+    if !trailing.is_empty() {
+        merged.push("--".into());
+        merged.extend(trailing);
+    }
+    command.try_get_matches_from(merged).map_err(|error| {
+        // A value that came from the file: say which key and line.
+        use clap::error::{ContextKind, ContextValue};
+        let arg = match error.get(ContextKind::InvalidArg) {
+            Some(ContextValue::String(arg)) => Some(arg.clone()),
+            Some(ContextValue::Strings(args)) => args.first().cloned(),
+            _ => None,
+        };
+        let from_file = arg.as_deref().and_then(|arg| {
+            let name = arg.strip_prefix("--")?;
+            let name = name.split([' ', '=']).next()?;
+            keys.get(name)
+        });
+        match from_file {
+            Some(key) => {
+                let rendered = error.to_string();
+                let first = rendered
+                    .split("\n\n")
+                    .next()
+                    .unwrap_or(&rendered)
+                    .trim_start_matches("error: ")
+                    .trim();
+                LoadError::File(format!(
+                    "{}:{}: key `{}`: {first}",
+                    path.display(),
+                    key.line,
+                    key.key
+                ))
+            }
+            None => LoadError::Cli(error),
+        }
+    })
+}
+
+/// The value of `--config FILE` / `--config=FILE` on the command line (before `--`).
+fn config_path(argv: &[OsString]) -> Option<OsString> {
+    let mut args = argv.iter().skip(1);
+    while let Some(arg) = args.next() {
+        if arg == "--" {
+            return None;
+        }
+        if arg == "--config" {
+            return args.next().cloned();
+        }
+        if let Some(value) = arg.to_str().and_then(|arg| arg.strip_prefix("--config=")) {
+            return Some(value.into());
+        }
+    }
+    None
+}
+
+/// The long flags given on the command line (before `--`), and whether a command follows `--`.
+#[derive(Debug, Default)]
+struct CliFlags {
+    longs: BTreeSet<String>,
+    command: bool,
+}
+
+impl CliFlags {
+    fn scan(argv: &[OsString]) -> Self {
+        let mut flags = CliFlags::default();
+        let mut args = argv.iter().skip(1);
+        while let Some(arg) = args.next() {
+            if arg == "--" {
+                flags.command = args.next().is_some();
+                break;
+            }
+            if let Some(name) = arg.to_str().and_then(|arg| arg.strip_prefix("--")) {
+                let name = name.split('=').next().unwrap_or(name);
+                flags.longs.insert(name.to_owned());
+            }
+        }
+        flags
+    }
+
+    /// Whether the command line sets what the file key `long` sets.
+    fn overrides(&self, long: &str) -> bool {
+        match long {
+            // One setting: the legacy server.
+            "upstream" | "command" => self.command || self.longs.contains("upstream"),
+            _ => self.longs.contains(long),
+        }
+    }
+}
+
+/// How a flag takes values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Switch,
+    Single,
+    Repeated,
+}
+
+/// The long flags a config file may set: `long name → kind` (`--config`, `--help` and
+/// `--version` excluded).
+fn settable_flags() -> BTreeMap<String, Kind> {
+    Args::command()
+        .get_arguments()
+        .filter_map(|arg| {
+            let long = arg.get_long()?;
+            if matches!(long, "config" | "help" | "version") {
+                return None;
+            }
+            let kind = match arg.get_action() {
+                ArgAction::SetTrue | ArgAction::SetFalse | ArgAction::Count => Kind::Switch,
+                ArgAction::Append => Kind::Repeated,
+                _ => Kind::Single,
+            };
+            Some((long.to_owned(), kind))
+        })
+        .collect()
+}
+
+type FileArguments = (Vec<OsString>, Vec<OsString>, BTreeMap<String, FileKey>);
+
+/// The arguments a config file stands for: `(flags, command after --, long name → key)`.
+fn file_arguments(text: &str, path: &Path, cli: &CliFlags) -> Result<FileArguments, LoadError> {
+    let doc = toml_edit::ImDocument::parse(text).map_err(|error| {
+        LoadError::File(format!(
+            "{} is not valid TOML: {}",
+            path.display(),
+            error.to_string().trim_end()
+        ))
+    })?;
+    let flags = settable_flags();
+    let line_of = |span: Option<std::ops::Range<usize>>| {
+        span.map_or(0, |span| {
+            text[..span.start.min(text.len())].matches('\n').count() + 1
+        })
+    };
+    let mut args = Vec::new();
+    let mut trailing = Vec::new();
+    let mut keys = BTreeMap::new();
+    for (key, item) in doc.as_table().iter() {
+        let line = line_of(doc.as_table().key(key).and_then(|key| key.span()));
+        let at = |message: String| {
+            LoadError::File(format!("{}:{line}: key `{key}`: {message}", path.display()))
+        };
+        let long = key.replace('_', "-");
+        if long == "config" {
+            return Err(at("a config file cannot name another config file".into()));
+        }
+        let kind = if long == "command" {
+            None
+        } else {
+            match flags.get(&long) {
+                Some(kind) => Some(*kind),
+                None => {
+                    let known: Vec<&str> = flags.keys().map(String::as_str).collect();
+                    return Err(at(format!(
+                        "unknown key; the keys are the long flags of `mcp-mrtr-proxy --help` and `command`: {}",
+                        known.join(", ")
+                    )));
+                }
+            }
+        };
+        if keys.contains_key(&long) {
+            return Err(at(
+                "given twice (kebab and snake case name the same flag)".into()
+            ));
+        }
+        keys.insert(
+            long.clone(),
+            FileKey {
+                key: key.to_owned(),
+                line,
+            },
+        );
+        if cli.overrides(&long) {
+            continue;
+        }
+        let Some(value) = item.as_value() else {
+            return Err(at("expected a value, not a table".into()));
+        };
+        match kind {
+            None => {
+                let Some(array) = value.as_array() else {
+                    return Err(at(
+                        "expected an array of strings: [\"program\", \"arg\", ...]".into(),
+                    ));
+                };
+                for element in array.iter() {
+                    let Some(part) = element.as_str() else {
+                        return Err(at("expected an array of strings".into()));
+                    };
+                    trailing.push(part.into());
+                }
+            }
+            Some(Kind::Switch) => match value.as_bool() {
+                Some(true) => args.push(format!("--{long}").into()),
+                Some(false) => {}
+                None => return Err(at("expected true or false".into())),
+            },
+            Some(Kind::Single) => {
+                let scalar = scalar(value).map_err(|message| at(message.into()))?;
+                args.push(format!("--{long}={scalar}").into());
+            }
+            Some(Kind::Repeated) => {
+                let values: Vec<&toml_edit::Value> = match value.as_array() {
+                    Some(array) => array.iter().collect(),
+                    None => vec![value],
+                };
+                for value in values {
+                    let scalar = scalar(value).map_err(|message| at(message.into()))?;
+                    args.push(format!("--{long}={scalar}").into());
+                }
+            }
+        }
+    }
+    Ok((args, trailing, keys))
+}
+
+/// A string, number, boolean or date as the flag's text.
+fn scalar(value: &toml_edit::Value) -> Result<String, &'static str> {
+    use toml_edit::Value;
+    match value {
+        Value::String(s) => Ok(s.value().clone()),
+        Value::Integer(i) => Ok(i.value().to_string()),
+        Value::Float(f) => Ok(f.value().to_string()),
+        Value::Boolean(b) => Ok(b.value().to_string()),
+        Value::Datetime(d) => Ok(d.value().to_string()),
+        Value::Array(_) => Err("expected a single value, not an array"),
+        Value::InlineTable(_) => Err("expected a value, not a table"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A valid value for a flag without a default, by its value name.
+    fn sample(value_name: &str) -> Option<&'static str> {
+        Some(match value_name {
+            "URL" => "http://127.0.0.1:9/mcp",
+            "ADDR" => "127.0.0.1:9",
+            "DIR" | "FILE" => "/tmp/mcp-mrtr-proxy-test",
+            "DURATION" => "3s",
+            "N" | "COUNT" | "BYTES" | "SIZE" => "3",
+            "URI" => "file:///tmp",
+            "ORIGIN" => "https://app.example.com",
+            "HOST" => "proxy.example.com",
+            "FILTER" => "debug",
+            _ => return None,
+        })
+    }
+
+    /// `(long, TOML value)` for every settable flag, with a non-default value where possible.
+    fn every_flag() -> Vec<(String, String, String)> {
+        Args::command()
+            .get_arguments()
+            .filter_map(|arg| {
+                let long = arg.get_long()?.to_owned();
+                if matches!(long.as_str(), "config" | "help" | "version") {
+                    return None;
+                }
+                let id = arg.get_id().to_string();
+                if matches!(arg.get_action(), ArgAction::SetTrue) {
+                    return Some((id, long, "true".to_owned()));
+                }
+                let value_name = arg
+                    .get_value_names()
+                    .and_then(|names| names.first())
+                    .map(|name| name.to_string())
+                    .unwrap_or_default();
+                let value = sample(&value_name)
+                    .map(str::to_owned)
+                    .or_else(|| {
+                        arg.get_possible_values()
+                            .last()
+                            .map(|value| value.get_name().to_owned())
+                    })
+                    .or_else(|| {
+                        arg.get_default_values()
+                            .first()
+                            .map(|value| value.to_string_lossy().into_owned())
+                    })
+                    .unwrap_or_else(|| {
+                        panic!("--{long}: add a sample value for value name `{value_name}` to config::tests::sample")
+                    });
+                let value = toml_edit::Value::from(value).to_string();
+                let value = if matches!(arg.get_action(), ArgAction::Append) {
+                    format!("[{value}]")
+                } else {
+                    value
+                };
+                Some((id, long, value))
+            })
+            .collect()
+    }
+
+    fn write(dir: &tempfile::TempDir, text: &str) -> PathBuf {
+        let path = dir.path().join("proxy.toml");
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn file_error(result: Result<clap::ArgMatches, LoadError>) -> String {
+        match result {
+            Err(LoadError::File(message)) => message,
+            other => panic!("expected a config file error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn every_long_flag_is_accepted_from_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let flags = every_flag();
+        assert!(flags.len() >= 10, "{flags:?}");
+        for (id, long, value) in &flags {
+            for key in [long.clone(), long.replace('-', "_")] {
+                let path = write(&dir, &format!("{key} = {value}\n"));
+                let matches = matches_with_config(
+                    ["mcp-mrtr-proxy", "--config", path.to_str().unwrap()],
+                    None,
+                )
+                .unwrap_or_else(|error| panic!("{key} = {value}: {error}"));
+                assert_eq!(
+                    matches.value_source(id),
+                    Some(clap::parser::ValueSource::CommandLine),
+                    "{key} = {value} did not set --{long}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn values_arrays_switches_and_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(
+            &dir,
+            "listen = \"127.0.0.1:9999\"\npool_size = 7\nroot = [\"file:///a\", \"file:///b\"]\nstdio = true\npause-ttl = \"2m\"\ncommand = [\"legacy\", \"--flag\", \"-x\"]\n",
+        );
+        let args = load(["mcp-mrtr-proxy"], Some(path.clone().into())).unwrap();
+        assert_eq!(args.listen, "127.0.0.1:9999".parse().unwrap());
+        assert_eq!(args.pool_size, Some(7));
+        assert_eq!(args.roots, ["file:///a", "file:///b"]);
+        assert!(args.stdio);
+        assert_eq!(args.pause_ttl, Duration::from_secs(120));
+        assert_eq!(args.command, ["legacy", "--flag", "-x"]);
+        let args = load(
+            [
+                "mcp-mrtr-proxy",
+                "--config",
+                path.to_str().unwrap(),
+                "--upstream",
+                "http://h/mcp",
+            ],
+            None,
+        )
+        .unwrap();
+        assert_eq!(args.upstream.as_deref(), Some("http://h/mcp"));
+        assert!(args.command.is_empty(), "the command line's backend wins");
+        let path = write(&dir, "stdio = false\n");
+        assert!(
+            !load(["x", "--config", path.to_str().unwrap()], None)
+                .unwrap()
+                .stdio
+        );
+    }
+
+    #[test]
+    fn the_command_line_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(
+            &dir,
+            "pool-size = 7\nroot = [\"file:///a\"]\nbatch-window = \"1s\"\n",
+        );
+        let path = path.to_str().unwrap();
+        let args = load(
+            [
+                "mcp-mrtr-proxy",
+                "--pool-size",
+                "2",
+                "--config",
+                path,
+                "--root=file:///c",
+            ],
+            None,
+        )
+        .unwrap();
+        assert_eq!(args.pool_size, Some(2));
+        assert_eq!(args.roots, ["file:///c"]);
+        assert_eq!(args.batch_window, Duration::from_secs(1));
+        // --config beats the environment variable.
+        let other = write(&tempfile::tempdir().unwrap(), "pool-size = 9\n");
+        let args = load(["mcp-mrtr-proxy", "--config", path], Some(other.into())).unwrap();
+        assert_eq!(args.pool_size, Some(7));
+    }
+
+    #[test]
+    fn bad_files_are_clear_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = |text: &str| {
+            let path = write(&dir, text);
+            file_error(matches_with_config(
+                ["mcp-mrtr-proxy", "--config", path.to_str().unwrap()],
+                None,
+            ))
+        };
+        let unknown = run("listen = \"127.0.0.1:1\"\n\npool-sise = 3\n");
+        assert!(
+            unknown.contains("proxy.toml:3: key `pool-sise`: unknown key")
+                && unknown.contains("pool-size"),
+            "{unknown}"
+        );
+        let bad = run("# comment\npause-ttl = \"soon\"\n");
+        assert!(bad.contains("proxy.toml:2: key `pause-ttl`"), "{bad}");
+        assert!(bad.contains("soon"), "{bad}");
+        let bad = run("pool-size = \"many\"\n");
+        assert!(
+            bad.contains(":1: key `pool-size`") && bad.contains("many"),
+            "{bad}"
+        );
+        let bad = run("stdio = \"yes\"\n");
+        assert!(bad.contains("expected true or false"), "{bad}");
+        let bad = run("listen = [\"a\", \"b\"]\n");
+        assert!(bad.contains("not an array"), "{bad}");
+        let bad = run("[server]\nlisten = \"x\"\n");
+        assert!(bad.contains("key `server`"), "{bad}");
+        let bad = run("listen = \n");
+        assert!(bad.contains("not valid TOML"), "{bad}");
+        let bad = run("config = \"other.toml\"\n");
+        assert!(bad.contains("another config file"), "{bad}");
+        let bad = run("pool-size = 1\npool_size = 2\n");
+        assert!(bad.contains("given twice"), "{bad}");
+        let missing = file_error(matches_with_config(
+            ["mcp-mrtr-proxy", "--config", "/nonexistent/proxy.toml"],
+            None,
+        ));
+        assert!(
+            missing.contains("cannot read the config file /nonexistent/proxy.toml"),
+            "{missing}"
+        );
+        // A bad value on the command line stays a command-line error.
+        let path = write(&dir, "pool-size = 3\n");
+        let cli = matches_with_config(
+            [
+                "mcp-mrtr-proxy",
+                "--config",
+                path.to_str().unwrap(),
+                "--pause-ttl",
+                "soon",
+            ],
+            None,
+        );
+        assert!(matches!(cli, Err(LoadError::Cli(_))), "{cli:?}");
+    }
+
+    const EXAMPLE: &str = include_str!("../mcp-mrtr-proxy.example.toml");
+
+    /// Keys set or shown commented out (`# key = value`) in the example file.
+    fn example_keys() -> BTreeSet<String> {
+        EXAMPLE
+            .lines()
+            .filter_map(|line| {
+                let line = line.trim();
+                let line = line.strip_prefix('#').map_or(line, str::trim_start);
+                let (key, _) = line.split_once(" = ")?;
+                key.chars()
+                    .all(|c| c.is_ascii_lowercase() || c == '-' || c == '_')
+                    .then(|| key.to_owned())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_example_file_lists_every_flag_with_its_default() {
+        let mut expected: BTreeSet<String> = settable_flags().into_keys().collect();
+        expected.insert("command".into());
+        assert_eq!(
+            example_keys(),
+            expected,
+            "mcp-mrtr-proxy.example.toml must list every flag"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(&dir, EXAMPLE);
+        let mut from_file = load(["mcp-mrtr-proxy", "--config", path.to_str().unwrap()], None)
+            .unwrap_or_else(|error| panic!("the example does not load: {error}"));
+        from_file.config = None;
+        let defaults = Args::try_parse_from(["mcp-mrtr-proxy"]).unwrap();
+        assert_eq!(
+            format!("{from_file:?}"),
+            format!("{defaults:?}"),
+            "the example's active keys must be the defaults"
+        );
+    }
 }

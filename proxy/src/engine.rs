@@ -23,6 +23,7 @@ use crate::backend::{BackendError, BackendEvent, LanePool, Lease, PendingCall};
 use crate::capabilities::CapabilityProfile;
 use crate::front::{FrontRequest, Handler, ResponseSink};
 use crate::jsonrpc::{codes, ErrorObject, Message};
+use crate::limits::{self, CallLimits, StoreHealth};
 use crate::state::{now_ms, params_digest, Claims, PauseId, Sealer};
 use crate::store::{ClaimError, PauseRecord, PauseStatus, PauseStore};
 
@@ -54,6 +55,9 @@ const INPUT_METHODS: &[&str] = &["elicitation/create", "sampling/createMessage",
 const LOG_LINGER: Duration = Duration::from_millis(100);
 /// How long a new call waits for a lane before the oldest paused call is evicted to free one.
 const LEASE_PATIENCE: Duration = Duration::from_secs(2);
+/// How long a finished, expired, cancelled or lost pause record is kept after its deadline (the
+/// margin covers wall-clock steps; retries after the deadline are refused by the state's expiry).
+const RECORD_GRACE: Duration = Duration::from_secs(10);
 /// `_meta` key a legacy server may set on its request to choose the `inputRequests` key.
 pub const INPUT_KEY_HINT: &str = "io.github.mcp-migrate/inputKey";
 
@@ -66,6 +70,8 @@ pub struct EngineSettings {
     pub batch_window: Duration,
     /// How long a pass-through request may take on the legacy side.
     pub request_timeout: Duration,
+    /// Caps on pauses, rounds, input request size, and the legacy call's silence.
+    pub limits: CallLimits,
 }
 
 /// One legacy request to the client, waiting for the client's answer.
@@ -84,10 +90,11 @@ struct LiveCall {
     lease: Lease,
     call: PendingCall,
     method: String,
-    params_digest: [u8; 32],
+    /// Digest of the front params; computed when the call first pauses (a call that never
+    /// pauses never needs it).
+    params_digest: Option<[u8; 32]>,
     principal: crate::front::Principal,
     profile: CapabilityProfile,
-    client: String,
     round: u32,
     /// When the call was last parked (for eviction under pool pressure).
     parked_at: Option<tokio::time::Instant>,
@@ -101,8 +108,10 @@ struct LiveCall {
     offered: Map<String, Value>,
     /// The highest progress value sent per front progress token.
     last_progress: Option<f64>,
-    /// The params the legacy request was sent with (to send it again after a -32042 round).
-    legacy_request: Value,
+    /// The progress token the legacy request was sent with. After a -32042 round the request is
+    /// sent again with the retry's params, which match the original ones (the `requestState`
+    /// digest checks that, `_meta` aside), so the params themselves are not kept.
+    progress_token: Value,
     /// The legacy request has answered (its response receiver must not be polled again).
     answered: bool,
     /// The legacy server refused with -32042: once the URL elicitations are accepted, the proxy
@@ -141,6 +150,10 @@ pub struct Engine {
     settings: EngineSettings,
     live: Mutex<HashMap<PauseId, LiveCall>>,
     warned: Mutex<HashSet<(String, RuleId)>>,
+    store_health: Arc<StoreHealth>,
+    /// Set when shutdown begins: calls in flight may finish, none pauses any more, and
+    /// `/readyz` answers 503 (see [`Engine::begin_drain`]).
+    draining: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Engine {
@@ -166,6 +179,17 @@ impl Engine {
         store: PauseStore,
         settings: EngineSettings,
     ) -> Arc<Self> {
+        Engine::with_store_health(pool, sealer, store, settings, StoreHealth::new(None))
+    }
+
+    /// Like [`Engine::new`], with the health check of a store opened from a directory.
+    pub fn with_store_health(
+        pool: Arc<LanePool>,
+        sealer: Sealer,
+        store: PauseStore,
+        settings: EngineSettings,
+        store_health: StoreHealth,
+    ) -> Arc<Self> {
         Arc::new_cyclic(|me| Engine {
             me: me.clone(),
             pool,
@@ -174,7 +198,69 @@ impl Engine {
             settings,
             live: Mutex::new(HashMap::new()),
             warned: Mutex::new(HashSet::new()),
+            store_health: Arc::new(store_health),
+            draining: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Registers the engine's gauges (paused calls, lanes) with the global metrics; they are
+    /// read at each scrape for as long as the engine lives.
+    pub fn register_metrics(self: &Arc<Self>) {
+        let engine = Arc::downgrade(self);
+        crate::metrics::global().on_render(Box::new(move |metrics| {
+            let Some(engine) = engine.upgrade() else {
+                return false;
+            };
+            metrics.set_paused(engine.paused_calls());
+            let (open, leased) = engine.pool.lane_stats();
+            metrics.set_lanes(open, leased);
+            true
+        }));
+    }
+
+    /// Probes whether the pause store can record pauses (see [`StoreHealth`]); the engine
+    /// refuses new pauses while it cannot.
+    pub fn probe_store(&self) {
+        self.store_health.probe(&self.store);
+    }
+
+    /// `Err(reason)` while the pause store cannot record pauses.
+    pub fn store_writable(&self) -> Result<(), String> {
+        self.store_health.check()
+    }
+
+    /// Starts the shutdown: calls in flight may still finish, but none may pause any more, and
+    /// `/readyz` answers 503.
+    pub fn begin_drain(&self) {
+        self.draining
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Ends every paused call at shutdown: the record becomes `lost` (a retry after a restart
+    /// is told so), the pending legacy requests get `cancel`/an error, the legacy call
+    /// `notifications/cancelled`, and the store is flushed. Returns how many were ended.
+    pub async fn shutdown_pauses(&self) -> usize {
+        self.begin_drain();
+        let calls: Vec<(PauseId, LiveCall)> =
+            self.live.lock().expect("live map lock").drain().collect();
+        let count = calls.len();
+        for (pause_id, mut live) in calls {
+            if let Err(error) =
+                self.store
+                    .transition(&pause_id, PauseStatus::Paused, PauseStatus::Lost)
+            {
+                warn!(%error, pause = %pause_id, "could not mark a paused call lost");
+            }
+            self.abandon(&mut live, "the proxy is shutting down").await;
+        }
+        if let Err(error) = self.store.flush() {
+            warn!(%error, "could not flush the pause store at shutdown");
+        }
+        count
     }
 
     /// The number of calls paused in memory (for tests and metrics).
@@ -191,6 +277,7 @@ impl Engine {
             .insert((client.to_owned(), rule));
         if first {
             let rule = rule.rule();
+            crate::metrics::global().deprecation_warning(rule.name);
             warn!(
                 rule = rule.name,
                 code = rule.code,
@@ -209,10 +296,13 @@ impl Engine {
             .and_then(|info| info.get("name"))
             .and_then(Value::as_str)
             .unwrap_or("unnamed-client");
-        format!("{name}@{}", request.principal.label())
+        format!("{name}@{}", request.principal.display_label())
     }
 
     fn note_client_deprecations(&self, request: &FrontRequest, profile: &CapabilityProfile) {
+        if !(profile.sampling || profile.roots || profile.sampling_context) {
+            return;
+        }
         let client = Engine::client_label(request);
         if profile.sampling {
             self.warn_deprecated(
@@ -336,11 +426,11 @@ impl Engine {
             tokio::select! {
                 response = call.response => flatten(response),
                 () = tokio::time::sleep(self.settings.request_timeout) => {
-                    let _ = lane.notify("notifications/cancelled", json!({"requestId": legacy_id, "reason": "timeout"})).await;
+                    let _ = lane.cancel(&legacy_id, "timeout").await;
                     Err(internal(BackendError::Timeout(self.settings.request_timeout).to_string()))
                 }
                 () = sink.closed() => {
-                    let _ = lane.notify("notifications/cancelled", json!({"requestId": legacy_id, "reason": "the client disconnected"})).await;
+                    let _ = lane.cancel(&legacy_id, "the client disconnected").await;
                     Err(internal("cancelled"))
                 }
             }
@@ -384,7 +474,9 @@ impl Engine {
             let lease_future = self.pool.lease(&profile);
             tokio::pin!(lease_future);
             loop {
+                // Biased: a lane that is free at once is taken without arming the timer.
                 tokio::select! {
+                    biased;
                     lease = &mut lease_future => break lease,
                     () = sink.closed() => return,
                     () = tokio::time::sleep(LEASE_PATIENCE) => self.evict_oldest_pause().await,
@@ -399,13 +491,11 @@ impl Engine {
                 return;
             }
         };
-        let token = format!("mrtr-{}", PauseId::random());
-        let legacy_request = Engine::legacy_params(&request.params, Some(&token));
-        let call = match lease
-            .lane
-            .request(&request.method, legacy_request.clone())
-            .await
-        {
+        // Unique per lane (= per legacy session), which is all a progress token needs; no
+        // random bytes per call.
+        let token = lease.lane.mint_progress_token();
+        let legacy_request = Engine::legacy_params(&request.params, token.as_str());
+        let call = match lease.lane.request(&request.method, legacy_request).await {
             Ok(call) => call,
             Err(error) => {
                 sink.finish(request.id, Err(internal(error.to_string())))
@@ -417,10 +507,9 @@ impl Engine {
             lease,
             call,
             method: request.method.clone(),
-            params_digest: params_digest(&request.params),
+            params_digest: None,
             principal: request.principal.clone(),
             profile,
-            client: Engine::client_label(&request),
             round: 0,
             parked_at: None,
             issued: HashMap::new(),
@@ -429,7 +518,7 @@ impl Engine {
             // the legacy server's `inputKey` hints).
             offered: input_responses(&request.params),
             last_progress: None,
-            legacy_request,
+            progress_token: token,
             answered: false,
             reissue: None,
         };
@@ -453,6 +542,7 @@ impl Engine {
         ) {
             Ok(claims) => claims,
             Err(error) => {
+                crate::metrics::global().rejection(state_rejection_reason(&error));
                 info!(reason = error.reason(), method = %request.method, "rejected requestState");
                 sink.finish(
                     request.id,
@@ -463,6 +553,7 @@ impl Engine {
             }
         };
         if let Err(error) = self.store.claim(&claims.pause_id, now_ms()) {
+            crate::metrics::global().rejection(claim_rejection_reason(&error));
             let (code, message) = match &error {
                 // The state is authentic (it opened with our key), so the pause existed: its
                 // record went with a crash before sled's periodic flush, or was pruned.
@@ -491,6 +582,7 @@ impl Engine {
             .expect("live map lock")
             .remove(&claims.pause_id);
         let Some(mut live) = live else {
+            crate::metrics::global().rejection("state_lost");
             let _ = self.store.set_status(&claims.pause_id, PauseStatus::Lost);
             sink.finish(
                 request.id,
@@ -527,7 +619,10 @@ impl Engine {
                     let sent = live
                         .lease
                         .lane
-                        .request(&live.method, live.legacy_request.clone())
+                        .request(
+                            &live.method,
+                            Engine::legacy_params(&request.params, live.progress_token.as_str()),
+                        )
                         .await;
                     match sent {
                         Ok(call) => {
@@ -590,15 +685,24 @@ impl Engine {
     /// Runs the legacy call until it answers (then answers the front request), or until it needs
     /// input (then parks it and answers `input_required`), or until the client leaves.
     async fn pump(&self, mut live: LiveCall, request: &FrontRequest, mut sink: ResponseSink) {
-        let span = tracing::info_span!("call", method = %live.method, client = %live.client);
+        // The front's `request` span already names the method and the principal; the fields of
+        // this one are only computed when debug logging is on.
+        let span = tracing::debug_span!(
+            "call",
+            method = %live.method,
+            client = %Engine::client_label(request)
+        );
         let step = self
             .run(&mut live, request, &mut sink)
             .instrument(span)
             .await;
         let id = request.id.clone();
         match step {
-            Step::Finished(outcome) => sink.finish(id, outcome).await,
-            Step::Pause => match self.park(live) {
+            Step::Finished(outcome) => {
+                crate::metrics::global().call_finished(live.round);
+                sink.finish(id, outcome).await;
+            }
+            Step::Pause => match self.park(live, request) {
                 Ok(result) => sink.finish(id, Ok(result)).await,
                 Err(failed) => {
                     let (mut live, error) = *failed;
@@ -627,6 +731,8 @@ impl Engine {
         } else {
             Some(tokio::time::Instant::now() + self.settings.batch_window)
         };
+        let call_timeout = self.settings.limits.call_timeout;
+        let mut silent_until = tokio::time::Instant::now() + call_timeout;
         loop {
             tokio::select! {
                 biased;
@@ -634,7 +740,13 @@ impl Engine {
                 response = &mut live.call.response, if !live.answered => {
                     live.answered = true;
                     self.settle(live, request, sink).await;
-                    let outcome = flatten(response);
+                    // A call that was paused and whose legacy side is gone is a lost pause,
+                    // whether the retry noticed the dead backend before or after delivering.
+                    let outcome = match response {
+                        Ok(Err(error)) if live.round > 0 => Err(lost_call(&error)),
+                        Err(_) if live.round > 0 => Err(lost_call(&BackendError::Crashed)),
+                        response => flatten(response),
+                    };
                     if let Err(error) = &outcome {
                         if error.code == codes::LEGACY_URL_ELICITATION_REQUIRED {
                             if let Some(step) = url_elicitation_round(live, sink, error) {
@@ -654,6 +766,7 @@ impl Engine {
                     let Some(event) = event else {
                         return Step::Fail(Some(internal("the legacy session ended mid-call")));
                     };
+                    silent_until = tokio::time::Instant::now() + call_timeout;
                     if let Some(error) = self.on_event(live, request, sink, event).await {
                         return Step::Fail(Some(error));
                     }
@@ -667,6 +780,17 @@ impl Engine {
                         continue;
                     }
                     return Step::Pause;
+                }
+                () = tokio::time::sleep_until(silent_until), if live.pending.is_empty() => {
+                    warn!(timeout = ?call_timeout, "the legacy server stayed silent mid-call: cancelling it");
+                    return Step::Fail(Some(limits::limit_error(
+                        format!(
+                            "the legacy server did not answer within {} (--call-timeout): the call was cancelled",
+                            humantime::format_duration(call_timeout)
+                        ),
+                        "call-timeout",
+                        call_timeout.as_millis() as u64,
+                    )));
                 }
             }
         }
@@ -717,12 +841,12 @@ impl Engine {
                 }
                 match method.as_str() {
                     "sampling/createMessage" => self.warn_deprecated(
-                        &live.client,
+                        &Engine::client_label(request),
                         RuleId::DeprecatedSampling,
                         "the legacy server sent sampling/createMessage",
                     ),
                     "roots/list" => self.warn_deprecated(
-                        &live.client,
+                        &Engine::client_label(request),
                         RuleId::DeprecatedRoots,
                         "the legacy server sent roots/list",
                     ),
@@ -756,6 +880,17 @@ impl Engine {
                     debug!(key, "malformed input response offered up front: asking");
                 }
                 let input_request = input_request(&method, &params, &live.profile);
+                let size =
+                    serde_json::to_vec(&input_request).map_or(usize::MAX, |bytes| bytes.len());
+                if let Some(error) = limits::input_request_too_large(
+                    size,
+                    self.settings.limits.max_input_request_bytes,
+                ) {
+                    warn!(%method, size, "refused a legacy input request too large to forward");
+                    crate::metrics::global().rejection("limit_input_request_size");
+                    let _ = live.lease.lane.respond(id, refusal_for(&method)).await;
+                    return Some(error);
+                }
                 live.pending.insert(
                     key,
                     PendingInput {
@@ -792,7 +927,7 @@ impl Engine {
                     }
                     "notifications/message" => {
                         self.warn_deprecated(
-                            &live.client,
+                            &Engine::client_label(request),
                             RuleId::DeprecatedLogging,
                             "the legacy server sent notifications/message",
                         );
@@ -832,7 +967,46 @@ impl Engine {
     }
 
     /// Parks the call in the live map and the store; returns the `input_required` result.
-    fn park(&self, mut live: LiveCall) -> Result<Value, Box<(LiveCall, ErrorObject)>> {
+    fn park(
+        &self,
+        mut live: LiveCall,
+        request: &FrontRequest,
+    ) -> Result<Value, Box<(LiveCall, ErrorObject)>> {
+        if self.draining.load(std::sync::atomic::Ordering::Acquire) {
+            crate::metrics::global().rejection("draining");
+            return Err(Box::new((
+                live,
+                internal("the proxy is shutting down: the call was cancelled instead of paused; send it again later"),
+            )));
+        }
+        if let Err(reason) = self.store_health.check() {
+            crate::metrics::global().rejection("store_unwritable");
+            return Err(Box::new((
+                live,
+                limits::limit_error(
+                    format!("the call needs input but cannot be paused: {reason}; the call was cancelled"),
+                    "store-writable",
+                    0,
+                ),
+            )));
+        }
+        // Count and insert under one lock, so concurrent pauses cannot overshoot the caps.
+        let mut paused = self.live.lock().expect("live map lock");
+        let for_principal = paused
+            .values()
+            .filter(|call| call.principal == live.principal)
+            .count();
+        if let Err(refusal) = limits::check_pause(
+            &self.settings.limits,
+            paused.len(),
+            for_principal,
+            live.round + 1,
+        ) {
+            drop(paused);
+            warn!(?refusal, "refused to pause a call");
+            crate::metrics::global().rejection(refusal.metric_reason());
+            return Err(Box::new((live, refusal.to_error())));
+        }
         live.round += 1;
         live.parked_at = Some(tokio::time::Instant::now());
         // Answers offered by this front request apply to it only; the retry brings its own.
@@ -852,6 +1026,9 @@ impl Engine {
             input_keys: live.pending.keys().cloned().collect(),
         };
         if let Err(error) = self.store.insert(&record) {
+            drop(paused);
+            self.store_health
+                .fail(format!("recording a pause failed: {error}"));
             return Err(Box::new((
                 live,
                 internal(format!("could not record the paused call: {error}")),
@@ -861,7 +1038,9 @@ impl Engine {
             pause_id,
             principal: live.principal.clone(),
             method: live.method.clone(),
-            params_digest: live.params_digest,
+            params_digest: *live
+                .params_digest
+                .get_or_insert_with(|| params_digest(&request.params)),
             round: live.round,
             expires_at_ms: deadline,
         };
@@ -875,11 +1054,9 @@ impl Engine {
             "inputRequests": input_requests,
             "requestState": self.sealer.seal(&claims),
         });
+        crate::metrics::global().round(&live.method);
         info!(pause = %pause_id, round = live.round, inputs = live.pending.len(), "paused legacy call");
-        self.live
-            .lock()
-            .expect("live map lock")
-            .insert(pause_id, live);
+        paused.insert(pause_id, live);
         Ok(result)
     }
 
@@ -899,14 +1076,8 @@ impl Engine {
         if live.answered {
             return;
         }
-        let sent = live
-            .lease
-            .lane
-            .notify(
-                "notifications/cancelled",
-                json!({"requestId": live.call.legacy_id, "reason": reason}),
-            )
-            .await;
+        // `cancel` also forgets the pending request: the legacy server will not answer it.
+        let sent = live.lease.lane.cancel(&live.call.legacy_id, reason).await;
         info!(legacy_id = %live.call.legacy_id, reason, delivered = sent.is_ok(), "cancelled the legacy call");
     }
 
@@ -932,6 +1103,7 @@ impl Engine {
         }
         let live = self.live.lock().expect("live map lock").remove(&pause_id);
         if let Some(mut live) = live {
+            crate::metrics::global().pause_expired("evicted");
             warn!(pause = %pause_id, "the lane pool is exhausted: evicting the oldest paused call");
             self.abandon(&mut live, "the proxy needed the lane for another call")
                 .await;
@@ -967,12 +1139,18 @@ impl Engine {
                 .expect("live map lock")
                 .remove(&record.pause_id);
             if let Some(mut live) = live {
+                crate::metrics::global().pause_expired("ttl");
                 info!(pause = %record.pause_id, "pause expired: cancelling the legacy call");
                 self.abandon(&mut live, "the client did not retry in time")
                     .await;
             }
         }
-        let _ = self.store.prune(now_ms().saturating_sub(24 * 3600 * 1000));
+        // A record matters only until its deadline: a retry after it is refused as expired by
+        // the state itself, before the store is asked. Keeping records longer only grows the
+        // store (and the cost of each sweep's scan) with the number of pauses ever made.
+        let _ = self
+            .store
+            .prune(now_ms().saturating_sub(RECORD_GRACE.as_millis() as u64));
     }
 }
 
@@ -991,10 +1169,44 @@ impl Handler for Engine {
     fn is_ready(&self) -> bool {
         self.pool.is_ready()
     }
+
+    fn readiness(&self) -> Vec<(&'static str, bool)> {
+        vec![
+            ("backend", self.pool.is_ready()),
+            ("store", self.store_writable().is_ok()),
+            ("not_draining", !self.is_draining()),
+        ]
+    }
 }
 
+/// The `mcp_proxy_rejections_total` reason of a `requestState` that did not open.
+fn state_rejection_reason(error: &crate::state::StateError) -> &'static str {
+    use crate::state::StateError;
+    match error {
+        StateError::Malformed => "state_malformed",
+        StateError::Forged => "state_tampered",
+        StateError::Expired => "state_expired",
+        StateError::WrongPrincipal => "state_foreign_principal",
+        StateError::WrongMethod | StateError::WrongParams => "state_other_params",
+    }
+}
+
+/// The `mcp_proxy_rejections_total` reason of a `requestState` whose pause could not be claimed.
+fn claim_rejection_reason(error: &ClaimError) -> &'static str {
+    match error {
+        ClaimError::AlreadyUsed => "state_replayed",
+        ClaimError::Expired => "state_expired",
+        ClaimError::Cancelled => "state_cancelled",
+        ClaimError::Unknown | ClaimError::Lost => "state_lost",
+        ClaimError::Store(_) => "store_error",
+    }
+}
+
+/// Waits for the batch window. A window that is already over (always so with `--batch-window 0ms`)
+/// is over at once: `tokio::time::sleep_until` would still wait for the timer's next 1 ms tick.
 async fn sleep_until(deadline: Option<tokio::time::Instant>) {
     match deadline {
+        Some(deadline) if deadline <= tokio::time::Instant::now() => {}
         Some(deadline) => tokio::time::sleep_until(deadline).await,
         None => std::future::pending().await,
     }
@@ -1004,6 +1216,11 @@ type LegacyOutcome = Result<
     Result<Result<Value, ErrorObject>, BackendError>,
     tokio::sync::oneshot::error::RecvError,
 >;
+
+/// The error of a paused call whose legacy side went away after the pause.
+fn lost_call(error: &BackendError) -> ErrorObject {
+    internal(format!("the paused call was lost: {error}"))
+}
 
 fn flatten(response: LegacyOutcome) -> Result<Value, ErrorObject> {
     match response {
@@ -1245,6 +1462,65 @@ fn level_rank(level: &str) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn readiness_names_backend_store_and_draining() {
+        let pool = LanePool::new(
+            crate::backend::BackendSpec::Stdio {
+                program: "/nonexistent/legacy-server".into(),
+                args: Vec::new(),
+            },
+            crate::backend::PoolSettings {
+                max_lanes: 1,
+                roots: Vec::new(),
+                client_info: json!({"name": "test", "version": "0"}),
+                request_timeout: Duration::from_secs(1),
+            },
+        );
+        let engine = Engine::new(
+            pool,
+            Sealer::new(&crate::state::StateKey::generate()),
+            PauseStore::temporary().unwrap(),
+            EngineSettings {
+                pause_ttl: Duration::from_secs(60),
+                batch_window: Duration::from_millis(10),
+                request_timeout: Duration::from_secs(1),
+                limits: crate::limits::CallLimits::default(),
+            },
+        );
+        // No lane was started: the backend is not ready; the store is writable.
+        assert_eq!(
+            engine.readiness(),
+            vec![("backend", false), ("store", true), ("not_draining", true)]
+        );
+        engine.begin_drain();
+        assert!(engine.is_draining());
+        assert_eq!(
+            engine.readiness(),
+            vec![("backend", false), ("store", true), ("not_draining", false)]
+        );
+    }
+
+    #[test]
+    fn state_rejections_have_metric_reasons() {
+        use crate::state::StateError;
+        assert_eq!(
+            state_rejection_reason(&StateError::Forged),
+            "state_tampered"
+        );
+        assert_eq!(
+            state_rejection_reason(&StateError::WrongPrincipal),
+            "state_foreign_principal"
+        );
+        assert_eq!(
+            claim_rejection_reason(&ClaimError::AlreadyUsed),
+            "state_replayed"
+        );
+        assert_eq!(
+            claim_rejection_reason(&ClaimError::Expired),
+            "state_expired"
+        );
+    }
 
     #[test]
     fn results_get_result_type_and_caching_fields() {

@@ -205,12 +205,71 @@ impl Message {
     }
 
     /// Serialised as one line (no embedded newlines: serde_json escapes them in strings).
+    /// Written straight from the borrowed message (no intermediate `Value`), with the same
+    /// text as `to_value().to_string()`.
     pub fn to_line(&self) -> String {
-        self.to_value().to_string()
+        serde_json::to_string(self).expect("a JSON-RPC message always serialises")
+    }
+
+    /// [`Message::to_line`] as bytes.
+    pub fn to_vec(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("a JSON-RPC message always serialises")
     }
 
     pub fn response(id: Value, outcome: Result<Value, ErrorObject>) -> Message {
         Message::Response { id, outcome }
+    }
+}
+
+/// Keys in the order `to_value` yields them (serde_json's `Map` is sorted), so that both
+/// serialisations give the same text.
+impl serde::Serialize for Message {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        match self {
+            Message::Request { id, method, params } => {
+                map.serialize_entry("id", id)?;
+                map.serialize_entry("jsonrpc", "2.0")?;
+                map.serialize_entry("method", method)?;
+                if let Some(params) = params {
+                    map.serialize_entry("params", params)?;
+                }
+            }
+            Message::Notification { method, params } => {
+                map.serialize_entry("jsonrpc", "2.0")?;
+                map.serialize_entry("method", method)?;
+                if let Some(params) = params {
+                    map.serialize_entry("params", params)?;
+                }
+            }
+            Message::Response { id, outcome } => match outcome {
+                Ok(result) => {
+                    map.serialize_entry("id", id)?;
+                    map.serialize_entry("jsonrpc", "2.0")?;
+                    map.serialize_entry("result", result)?;
+                }
+                Err(error) => {
+                    map.serialize_entry("error", error)?;
+                    map.serialize_entry("id", id)?;
+                    map.serialize_entry("jsonrpc", "2.0")?;
+                }
+            },
+        }
+        map.end()
+    }
+}
+
+impl serde::Serialize for ErrorObject {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("code", &self.code)?;
+        if let Some(data) = &self.data {
+            map.serialize_entry("data", data)?;
+        }
+        map.serialize_entry("message", &self.message)?;
+        map.end()
     }
 }
 
@@ -230,6 +289,8 @@ mod tests {
             let message = Message::parse(text.as_bytes()).unwrap();
             let again = Message::from_value(message.to_value()).unwrap();
             assert_eq!(message, again, "{text}");
+            assert_eq!(message.to_line(), message.to_value().to_string(), "{text}");
+            assert_eq!(message.to_vec(), message.to_line().into_bytes(), "{text}");
         }
     }
 

@@ -9,6 +9,9 @@
 //! - [`store`]: the sled pause store;
 //! - [`capabilities`]: client capability profiles;
 //! - [`jsonrpc`]: JSON-RPC messages and error codes;
+//! - [`config`]: flags and the TOML config file;
+//! - [`metrics`]: Prometheus metrics (`GET /metrics`);
+//! - [`telemetry`]: logs (text/JSON) and the optional OpenTelemetry exporter;
 //! - `fuzzing` (hidden): entry points for the fuzz targets in `fuzz/`, not a stable API.
 
 #![forbid(unsafe_code)]
@@ -21,8 +24,11 @@ pub mod front;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod jsonrpc;
+pub mod limits;
+pub mod metrics;
 pub mod state;
 pub mod store;
+pub mod telemetry;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,6 +36,12 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 
 /// Runs the proxy until SIGINT/SIGTERM (or EOF on the stdio front).
+///
+/// Shutdown (SIGTERM/SIGINT): the front stops accepting connections and no call may pause any
+/// more; calls in flight get up to `--shutdown-grace` to finish; then every paused call is ended
+/// (its legacy requests answered with cancel/an error, the legacy call cancelled, its record
+/// marked `lost` so a retry after a restart is told so), the store is flushed, and the legacy
+/// children are stopped and reaped (stdin closed, killed after 2 s).
 pub async fn run(args: config::Args) -> anyhow::Result<()> {
     let spec = match (&args.upstream, args.command.split_first()) {
         (Some(url), None) => backend::BackendSpec::Http { url: url.clone() },
@@ -76,7 +88,8 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
             request_timeout: args.request_timeout,
         },
     );
-    let engine = engine::Engine::new(
+    let store_health = limits::StoreHealth::new(Some(&args.store));
+    let engine = engine::Engine::with_store_health(
         pool.clone(),
         state::Sealer::new(&key),
         store,
@@ -84,11 +97,30 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
             pause_ttl: args.pause_ttl,
             batch_window: args.batch_window,
             request_timeout: args.request_timeout,
+            limits: limits::CallLimits {
+                max_paused_calls: args.max_paused_calls,
+                max_paused_per_principal: args.max_paused_per_principal,
+                max_rounds: args.max_rounds,
+                max_input_request_bytes: args.max_input_request_bytes,
+                call_timeout: args.call_timeout,
+            },
         },
+        store_health,
     );
+    engine.register_metrics();
     let shutdown = tokio_util::sync::CancellationToken::new();
     spawn_signal_handler(shutdown.clone());
     spawn_sweeper(engine.clone(), args.pause_ttl, shutdown.clone());
+    spawn_store_probe(engine.clone(), shutdown.clone());
+    {
+        // Draining from the moment shutdown starts: no call may pause any more, `/readyz` 503.
+        let engine = engine.clone();
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            shutdown.cancelled().await;
+            engine.begin_drain();
+        });
+    }
     {
         // Connect the first lane in the background: `/healthz` turns 200 when it is up.
         let pool = pool.clone();
@@ -111,11 +143,25 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
         let config = front::http::HttpFrontConfig {
             listen: address,
             allowed_origins: args.allowed_origins.clone(),
+            allowed_hosts: args.allowed_hosts.clone(),
+            max_body_bytes: args.max_body_bytes,
+            max_header_bytes: args.max_header_bytes,
+            max_headers: args.max_headers,
+            header_read_timeout: args.header_read_timeout,
+            body_read_timeout: args.body_read_timeout,
+            max_concurrent_requests: args.max_concurrent_requests,
+            shutdown_grace: args.shutdown_grace,
             ..front::http::HttpFrontConfig::default()
         };
         front::http::serve(listener, config, handler, shutdown.clone()).await?;
     }
+    let ended = engine.shutdown_pauses().await;
+    tracing::info!(
+        paused_calls_ended = ended,
+        "stopping the legacy server lanes"
+    );
     pool.shutdown().await;
+    tracing::info!("shut down");
     Ok(())
 }
 
@@ -136,6 +182,23 @@ fn spawn_signal_handler(shutdown: tokio_util::sync::CancellationToken) {
         let _ = tokio::signal::ctrl_c().await;
         tracing::info!("shutting down");
         shutdown.cancel();
+    });
+}
+
+/// Probes the pause store every second (see [`limits::StoreHealth`]).
+fn spawn_store_probe(engine: Arc<engine::Engine>, shutdown: tokio_util::sync::CancellationToken) {
+    tokio::spawn(async move {
+        let mut interval = tokio::time::interval(limits::STORE_PROBE_PERIOD);
+        loop {
+            tokio::select! {
+                _ = interval.tick() => {
+                    let engine = engine.clone();
+                    // File system calls and sled's fsync block: keep them off the workers.
+                    let _ = tokio::task::spawn_blocking(move || engine.probe_store()).await;
+                }
+                () = shutdown.cancelled() => return,
+            }
+        }
     });
 }
 

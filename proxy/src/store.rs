@@ -266,6 +266,18 @@ impl PauseStore {
         self.boot_id
     }
 
+    /// Checks that the store takes writes: inserts a probe key (tree `meta`, key `readyz-probe`)
+    /// and flushes it to disk. Used by `GET /readyz` (cached by the engine).
+    pub fn probe_writable(&self) -> Result<(), StoreError> {
+        self.meta
+            .insert(b"readyz-probe", &crate::state::now_ms().to_be_bytes())
+            .map_err(sled_error("write the readiness probe"))?;
+        self.db
+            .flush()
+            .map_err(sled_error("flush the readiness probe"))?;
+        Ok(())
+    }
+
     /// The state key kept in the store (tree `meta`, key `state-key`), generated and flushed to
     /// disk on first use. Use it only when neither `--state-key-file` nor `MCP_MRTR_STATE_KEY`
     /// is given. Keeping it across restarts lets a late retry get the precise "lost at restart"
@@ -507,7 +519,8 @@ impl PauseStore {
     /// `Finished`, `Expired`, `Cancelled`, `Lost`, and any record of an earlier boot. Never a
     /// `Paused` or `Resuming` record of this boot (its call is alive). Undecodable records are
     /// kept (a claim reports them as lost). A retry whose record was pruned gets `Unknown`, so
-    /// prune well after the deadlines (e.g. `now - 24 h`). Returns how many were deleted.
+    /// prune after the deadlines, when the state's own expiry refuses every retry first (the
+    /// engine prunes 10 s after them). Returns how many were deleted.
     pub fn prune(&self, older_than_ms: u64) -> Result<usize, StoreError> {
         let mut deleted = 0;
         for Scanned { bytes, record } in self.scan("prune scan")? {
@@ -866,7 +879,7 @@ mod tests {
             store.claim(&resuming.pause_id, NOW).unwrap();
             store.flush().unwrap();
         }
-        let store = PauseStore::open(&path).unwrap();
+        let store = reopen(&path);
         assert_ne!(store.boot_id(), first_boot);
         // Even before the startup pass, a claim of a pre-restart pause is Lost.
         assert!(matches!(
@@ -935,7 +948,7 @@ mod tests {
             let mode = std::fs::metadata(&path).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o700, "{mode:o}");
         }
-        let store = PauseStore::open(&path).unwrap();
+        let store = reopen(&path);
         assert_eq!(store.state_key().unwrap().to_text(), first);
         // Another store has another key.
         let other = PauseStore::temporary().unwrap();
@@ -1020,7 +1033,7 @@ mod tests {
             store.flush().unwrap();
             rec
         };
-        let store = PauseStore::open(dir.path()).unwrap();
+        let store = reopen(dir.path());
         // Not yet marked lost, but of an earlier boot: prunable.
         assert_eq!(store.prune(NOW).unwrap(), 0);
         assert_eq!(store.prune(NOW + 1).unwrap(), 1);
@@ -1251,6 +1264,23 @@ mod tests {
         }
     }
 
+    /// Reopens a store this process just dropped. sled's background flusher thread lets go of
+    /// the database's file lock a moment after the last handle is dropped, so an immediate
+    /// reopen can fail with `WouldBlock`; a new process (a real restart) never sees that.
+    fn reopen(dir: &Path) -> PauseStore {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            match PauseStore::open(dir) {
+                Ok(store) => return store,
+                Err(error) if std::time::Instant::now() < deadline => {
+                    let _ = error;
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                Err(error) => panic!("could not reopen the store: {error}"),
+            }
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
@@ -1321,7 +1351,7 @@ mod tests {
                     Op::Restart => {
                         store.flush().unwrap();
                         drop(store);
-                        store = PauseStore::open(dir.path()).unwrap();
+                        store = reopen(dir.path());
                         boot += 1;
                         let expected = model.values().filter(|r| r.status.is_live()).count();
                         prop_assert_eq!(store.mark_previous_boots_lost().unwrap(), expected);

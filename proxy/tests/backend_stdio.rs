@@ -244,3 +244,37 @@ async fn stdio_malformed_lines_and_batches_are_tolerated() {
     })
     .await;
 }
+
+/// A cancelled request is forgotten at once: the legacy server never answers it, so otherwise
+/// every abandoned call would stay pending on the lane for as long as the lane lives.
+#[tokio::test]
+async fn stdio_cancelled_requests_are_not_left_pending() {
+    let spec = spec().await;
+    within(TEST, async {
+        let pool = LanePool::new(spec, settings(1, &[]));
+        let lane = pool.shared(&CapabilityProfile::default()).await.unwrap();
+        let call = lane
+            .request(
+                "tools/call",
+                call_params("rounds", json!({"n": 0, "sleep_ms": 60000})),
+            )
+            .await
+            .unwrap();
+        assert_eq!(lane.pending_calls(), 1);
+        lane.cancel(&call.legacy_id, "test").await.unwrap();
+        assert_eq!(lane.pending_calls(), 0);
+        match response(call).await {
+            Err(BackendError::Unavailable(why)) => assert!(why.contains("cancelled"), "{why}"),
+            other => panic!("a cancelled call resolves as cancelled: {other:?}"),
+        }
+        // The lane keeps serving.
+        let call = lane
+            .request("tools/call", call_params("echo", json!({"text": "after"})))
+            .await
+            .unwrap();
+        assert_eq!(tool_text(&response(call).await.unwrap().unwrap()), "after");
+        assert_eq!(lane.pending_calls(), 0);
+        pool.shutdown().await;
+    })
+    .await;
+}

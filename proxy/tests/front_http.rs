@@ -668,6 +668,94 @@ async fn healthz_follows_readiness() {
 }
 
 #[tokio::test]
+async fn readyz_names_the_failed_checks() {
+    let server = start(|_| {}).await;
+    let reply = get(server.addr, Method::GET, "/readyz", &vec![]).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    let body: Value = serde_json::from_slice(&reply.body).unwrap();
+    assert_eq!(
+        body,
+        json!({"ready": true, "checks": {"backend": true}, "failed": []})
+    );
+    server.handler.set_ready(false);
+    let reply = get(server.addr, Method::GET, "/readyz", &vec![]).await;
+    assert_eq!(reply.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(
+        reply.headers[http::header::CONTENT_TYPE],
+        "application/json"
+    );
+    let body: Value = serde_json::from_slice(&reply.body).unwrap();
+    assert_eq!(
+        body,
+        json!({"ready": false, "checks": {"backend": false}, "failed": ["backend"]})
+    );
+    let reply = get(server.addr, Method::POST, "/readyz", &vec![]).await;
+    assert_eq!(reply.status, StatusCode::METHOD_NOT_ALLOWED);
+}
+
+#[tokio::test]
+async fn metrics_count_front_requests_and_rejections() {
+    let server = start(|_| {}).await;
+    let scrape = || async {
+        let reply = get(server.addr, Method::GET, "/metrics", &vec![]).await;
+        assert_eq!(reply.status, StatusCode::OK);
+        assert!(reply.headers[http::header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .starts_with("application/openmetrics-text"));
+        let text = String::from_utf8(reply.body.to_vec()).unwrap();
+        mcp_mrtr_proxy::metrics::parse_exposition(&text)
+    };
+    let value = |series: &[(String, f64)], name: &str| {
+        series
+            .iter()
+            .find(|(series, _)| series == name)
+            .map_or(0.0, |(_, value)| *value)
+    };
+    // Other tests of this binary share the process-wide metrics: compare before and after.
+    let before = scrape().await;
+    let body = call(json!(1), "echo", json!({}));
+    let mut client = connect(server.addr).await;
+    let response = client
+        .send(build(
+            Method::POST,
+            "/mcp",
+            &mcp_headers(&body),
+            full(body.to_string()),
+        ))
+        .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut headers = mcp_headers(&body);
+    for (name, value) in &mut headers {
+        if name.eq_ignore_ascii_case("mcp-method") {
+            *value = b"tools/list".to_vec();
+        }
+    }
+    let response = client
+        .send(build(
+            Method::POST,
+            "/mcp",
+            &headers,
+            full(body.to_string()),
+        ))
+        .await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let after = scrape().await;
+    let ok = "mcp_proxy_requests_total{method=\"tools/call\",outcome=\"ok\"}";
+    let mismatch = "mcp_proxy_rejections_total{reason=\"header_mismatch\"}";
+    let latency = "mcp_proxy_request_duration_seconds_count{method=\"tools/call\"}";
+    assert!(value(&after, ok) > value(&before, ok), "{after:?}");
+    assert!(
+        value(&after, mismatch) > value(&before, mismatch),
+        "{after:?}"
+    );
+    assert!(
+        value(&after, latency) > value(&before, latency),
+        "{after:?}"
+    );
+}
+
+#[tokio::test]
 async fn origins_are_checked_before_anything_else() {
     let server = start(|config| {
         config.allowed_origins = vec!["https://app.example.com".into(), "tools.example.org".into()];

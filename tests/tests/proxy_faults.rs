@@ -1,6 +1,12 @@
-//! Faults while a call is paused: the live legacy call is gone (stdio child killed, proxy
-//! restarted), so a retry must get a JSON-RPC error saying the paused call was lost — never a
-//! result, never a silent re-run — and the proxy must keep serving new calls.
+//! Faults, observed from outside with the real binary and the real legacy fixture server.
+//!
+//! - While a call is paused the live legacy call may go (backend killed or restarted, proxy
+//!   SIGKILLed and restarted): a retry must get a JSON-RPC error saying the paused call was
+//!   lost — never a result, never a silent re-run — and the proxy must keep serving new calls.
+//! - A backend crash mid-call fails the call at once; an unwritable store refuses new pauses
+//!   (pass-through keeps working); an abandoned pause is swept at its TTL; two concurrent
+//!   retries with one state resume the call once. The README's fault table maps each fault to
+//!   its test.
 
 use std::time::{Duration, Instant};
 
@@ -123,3 +129,189 @@ async fn a_key_from_the_environment_survives_a_restart() {
 }
 
 per_backend!(120; a_restarted_proxy_reports_paused_calls_as_lost);
+
+/// Kills the legacy server: the stdio children, or the HTTP server process.
+async fn kill_backend(stack: &mut Stack) {
+    match stack.legacy.as_mut() {
+        Some(server) => server.kill(),
+        None => {
+            let killed = stack.proxy.kill_backend().await;
+            assert!(
+                !killed.is_empty(),
+                "the proxy runs the legacy server as a child"
+            );
+        }
+    }
+}
+
+/// Brings the legacy server back: the HTTP server restarts on the same address (the proxy must
+/// open new sessions); stdio children are respawned by the proxy itself.
+async fn restart_backend(stack: &mut Stack) {
+    if let Some(server) = stack.legacy.as_mut() {
+        server.restart().await;
+    }
+}
+
+/// The legacy server dies in the middle of a call (no round yet): the client gets an error at
+/// once, not a hang; after the backend restarts, new calls work.
+async fn a_backend_crash_mid_call_fails_the_call(kind: BackendKind) {
+    let mut stack = Stack::start(kind, ProxyOptions::default()).await;
+    let call = {
+        let raw = stack.raw();
+        tokio::spawn(async move {
+            let request = raw.tool_request("rounds", json!({"n": 0, "sleep_ms": 60000}));
+            let response = raw.send(&request).await;
+            (request, response)
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let started = Instant::now();
+    kill_backend(&mut stack).await;
+    let (request, response) = call.await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the client waited {:?} for a dead backend",
+        started.elapsed()
+    );
+    assert!(response.message.get("result").is_none(), "{response:#?}");
+    assert_error(&response, &request, &[-32603]);
+    restart_backend(&mut stack).await;
+    a_new_call_works(&stack.proxy).await;
+}
+
+/// The legacy server dies while a call is paused, then comes back: the retry is told the call
+/// was lost, and new calls work.
+async fn a_backend_restart_mid_pause_loses_the_pause(kind: BackendKind) {
+    let mut stack = Stack::start(kind, ProxyOptions::default()).await;
+    let raw = stack.raw();
+    let (requests, state) = pause_ask_name(&raw).await;
+    kill_backend(&mut stack).await;
+    restart_backend(&mut stack).await;
+    assert_lost(&raw, &requests, &state).await;
+    a_new_call_works(&stack.proxy).await;
+}
+
+per_backend!(120;
+    a_backend_crash_mid_call_fails_the_call,
+    a_backend_restart_mid_pause_loses_the_pause,
+);
+
+/// The store directory is replaced under the running proxy (moved away, a file in its place):
+/// pauses written now would be lost, so new pauses are refused with a clear error while calls
+/// that need no pause keep working; once the directory is back, pauses work again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unwritable_store_refuses_new_pauses_but_passes_through() {
+    mcp_migrate_tests::support::binaries_async().await;
+    mcp_migrate_tests::support::within(Duration::from_secs(120), "unwritable store", async {
+        let stack = Stack::start(BackendKind::Stdio, ProxyOptions::default()).await;
+        let raw = stack.raw();
+        let before = pause_ask_name(&raw).await;
+
+        let store = stack.proxy.store_dir().to_owned();
+        let moved = store.with_extension("moved");
+        std::fs::rename(&store, &moved).unwrap();
+        std::fs::write(&store, b"not a directory").unwrap();
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+
+        let request = raw.tool_request("ask_name", json!({}));
+        let response = raw.send(&request).await;
+        let message = assert_error(&response, &request, &[-32000]);
+        assert!(
+            message.contains("cannot be paused") && message.contains("pause store"),
+            "{message}"
+        );
+        assert_eq!(
+            raw.call_tool("echo", json!({"text": "still"})).await.text(),
+            "still"
+        );
+        let listed = raw.call("tools/list", json!({})).await;
+        assert!(listed.result()["tools"].is_array(), "{listed:#?}");
+
+        std::fs::remove_file(&store).unwrap();
+        std::fs::rename(&moved, &store).unwrap();
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        let after = pause_ask_name(&raw).await;
+        // Both pauses, before and after the outage, complete.
+        for (requests, state) in [before, after] {
+            let answers = Script::default().answer_all(&requests).unwrap();
+            let done = raw
+                .retry_tool("ask_name", json!({}), answers, Some(&state))
+                .await;
+            assert_eq!(done.text(), "Hello, Alice!", "{done:#?}");
+        }
+    })
+    .await;
+}
+
+/// A client that never retries: the TTL sweep cancels the legacy call and frees its lane at
+/// once (a new call gets the only lane well before the 2 s after which a waiting call would
+/// evict the pause instead).
+async fn a_client_that_never_retries_is_swept(kind: BackendKind) {
+    let stack = Stack::start(
+        kind,
+        ProxyOptions {
+            pool_size: Some(1),
+            pause_ttl: Some("1s".into()),
+            ..ProxyOptions::default()
+        },
+    )
+    .await;
+    let raw = stack.raw();
+    let _abandoned = pause_ask_name(&raw).await;
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    let log = stack.proxy.log_lines().join("\n");
+    assert!(
+        log.contains("pause expired: cancelling the legacy call"),
+        "{log}"
+    );
+    assert!(
+        log.lines()
+            .any(|line| line.contains("cancelled the legacy call")
+                && line.contains("did not retry in time")
+                && line.contains("delivered=true")),
+        "{log}"
+    );
+    let started = Instant::now();
+    assert_eq!(
+        raw.call_tool("echo", json!({"text": "free"})).await.text(),
+        "free"
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "the lane was not freed by the sweep ({:?})",
+        started.elapsed()
+    );
+}
+
+/// Two retries with the same state at the same time: exactly one resumes the call, the other
+/// is told the state was used already.
+async fn concurrent_retries_with_one_state_resume_once(kind: BackendKind) {
+    let stack = Stack::start(kind, ProxyOptions::default()).await;
+    let raw = stack.raw();
+    for _ in 0..3 {
+        let (requests, state) = pause_ask_name(&raw).await;
+        let answers = Script::default().answer_all(&requests).unwrap();
+        let first = raw.retry_request("ask_name", json!({}), answers.clone(), Some(&state));
+        let second = raw.retry_request("ask_name", json!({}), answers, Some(&state));
+        let (one, two) = tokio::join!(raw.send(&first), raw.send(&second));
+        let outcomes = [(&first, &one), (&second, &two)];
+        let winners = outcomes
+            .iter()
+            .filter(|(_, response)| response.message.get("result").is_some())
+            .count();
+        assert_eq!(winners, 1, "exactly one retry resumes: {one:#?} {two:#?}");
+        for (request, response) in outcomes {
+            if response.message.get("result").is_some() {
+                assert_eq!(response.text(), "Hello, Alice!");
+            } else {
+                let message = assert_error(response, request, &[-32602]);
+                assert!(message.contains("already used"), "{message}");
+            }
+        }
+    }
+}
+
+per_backend!(120;
+    a_client_that_never_retries_is_swept,
+    concurrent_retries_with_one_state_resume_once,
+);

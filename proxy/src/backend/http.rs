@@ -21,6 +21,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -28,10 +29,11 @@ use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{Method, Request, StatusCode, Uri};
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::Incoming;
-use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
 use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::{json, Value};
+use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tracing::Instrument as _;
@@ -58,7 +60,105 @@ const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
 const LAST_EVENT_ID: &str = "last-event-id";
 
-type HttpClient = Client<HttpConnector, Full<Bytes>>;
+type HttpClient = Client<QuickAckConnector, Full<Bytes>>;
+
+/// [`HttpConnector`] (with `TCP_NODELAY`) whose connections acknowledge what they receive at once
+/// (`TCP_QUICKACK`, Linux), set again after every read because the kernel clears it.
+///
+/// Why: a legacy server whose sockets keep Nagle's algorithm on (the default of `axum::serve`,
+/// so of rmcp 2.x servers) writes an SSE response in two parts, and holds the second part until
+/// the first is acknowledged. A lane reuses one keep-alive connection, so the kernel treats it as
+/// interactive and delays that ACK by up to 40 ms: without this, every proxied call over plain
+/// loopback took ≥ 40 ms (bench/PROXY.md).
+#[derive(Clone)]
+struct QuickAckConnector(HttpConnector);
+
+type ConnectFuture = Pin<
+    Box<dyn Future<Output = Result<QuickAckIo, Box<dyn std::error::Error + Send + Sync>>> + Send>,
+>;
+
+impl tower_service::Service<Uri> for QuickAckConnector {
+    type Response = QuickAckIo;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+    type Future = ConnectFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        tower_service::Service::<Uri>::poll_ready(&mut self.0, cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, uri: Uri) -> Self::Future {
+        let connecting = tower_service::Service::<Uri>::call(&mut self.0, uri);
+        Box::pin(async move {
+            let io = connecting.await?;
+            let io = QuickAckIo(io);
+            io.quickack();
+            Ok(io)
+        })
+    }
+}
+
+/// A lane's TCP connection: `TCP_QUICKACK` is set again after each read.
+struct QuickAckIo(TokioIo<TcpStream>);
+
+impl QuickAckIo {
+    fn quickack(&self) {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        {
+            // Best effort: without it the connection only gets slower.
+            let _ = socket2::SockRef::from(self.0.inner()).set_tcp_quickack(true);
+        }
+    }
+}
+
+impl hyper::rt::Read for QuickAckIo {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: hyper::rt::ReadBufCursor<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let polled = Pin::new(&mut self.0).poll_read(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(()))) {
+            self.quickack();
+        }
+        polled
+    }
+}
+
+impl hyper::rt::Write for QuickAckIo {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.0).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.0).poll_shutdown(cx)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.0.is_write_vectored()
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.0).poll_write_vectored(cx, bufs)
+    }
+}
+
+impl Connection for QuickAckIo {
+    fn connected(&self) -> Connected {
+        self.0.connected()
+    }
+}
 
 /// How an SSE response ended, for resuming it.
 #[derive(Debug, Clone)]
@@ -187,7 +287,7 @@ impl HttpLane {
         connector.set_nodelay(true);
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(30))
-            .build(connector);
+            .build(QuickAckConnector(connector));
         let shared = Arc::new(HttpShared {
             core: Arc::clone(&core),
             client,
@@ -403,7 +503,7 @@ impl HttpShared {
             epoch,
             version: None,
         };
-        let request = self.post(Bytes::from(message.to_line()), &fresh)?;
+        let request = self.post(Bytes::from(message.to_vec()), &fresh)?;
         let exchange = async {
             let response = self.client.request(request).await.map_err(|error| {
                 BackendError::Unavailable(format!("cannot reach {}: {error}", self.target))
@@ -489,7 +589,7 @@ impl HttpShared {
 
     /// POSTs one of our requests and reads its response, resuming a dropped SSE stream.
     async fn run_request(self: Arc<Self>, id: Value, message: Message, session: Session) {
-        let request = match self.post(Bytes::from(message.to_line()), &session) {
+        let request = match self.post(Bytes::from(message.to_vec()), &session) {
             Ok(request) => request,
             Err(error) => {
                 self.core.complete(&id, Err(error));
@@ -694,7 +794,7 @@ impl HttpShared {
     /// POSTs a response or notification; the server should answer 202.
     async fn post_message(self: &Arc<Self>, message: &Message) -> Result<(), BackendError> {
         let session = self.session();
-        let request = self.post(Bytes::from(message.to_line()), &session)?;
+        let request = self.post(Bytes::from(message.to_vec()), &session)?;
         let response = self.client.request(request).await.map_err(|error| {
             if error.is_connect() {
                 BackendError::Unavailable(format!("cannot reach {}: {error}", self.target))

@@ -115,7 +115,10 @@ impl LaneCore {
         transport: &'static str,
         roots: Vec<String>,
     ) -> Arc<Self> {
+        // A root span: a lane outlives the request that started it, and a parent span stays open
+        // as long as its children (its trace would never be exported).
         let span = tracing::info_span!(
+            parent: None,
             "lane",
             lane = id,
             profile = %profile.label(),

@@ -246,6 +246,26 @@ impl Lane {
         }
     }
 
+    /// Cancels a request of ours: sends `notifications/cancelled` for `legacy_id` and stops
+    /// waiting for its response. A legacy server does not answer a cancelled request, so
+    /// without this its pending entry (and progress route) would stay on the lane for as long
+    /// as the lane lives. Its [`PendingCall`] resolves with `Unavailable("cancelled ...")`.
+    pub async fn cancel(&self, legacy_id: &Value, reason: &str) -> Result<(), BackendError> {
+        let sent = self
+            .notify(
+                "notifications/cancelled",
+                serde_json::json!({"requestId": legacy_id, "reason": reason}),
+            )
+            .await;
+        self.core().complete(
+            legacy_id,
+            Err(BackendError::Unavailable(format!(
+                "cancelled by the proxy: {reason}"
+            ))),
+        );
+        sent
+    }
+
     /// Sends a notification (`notifications/cancelled`, `notifications/initialized`, ...).
     pub async fn notify(&self, method: &str, params: Value) -> Result<(), BackendError> {
         match &self.inner {
@@ -458,6 +478,7 @@ impl PoolShared {
         state.slots.retain(|slot| {
             let keep = slot.leased || slot.lane.is_alive();
             if !keep {
+                crate::metrics::global().lane_failed();
                 tracing::info!(lane = slot.lane.id(), "removing a dead lane from the pool");
                 if slot.lane.core().created.elapsed() < QUICK_DEATH {
                     quick_deaths += 1;
@@ -526,6 +547,7 @@ impl PoolShared {
         let mut state = self.state();
         match started {
             Ok(inner) => {
+                crate::metrics::global().lane_started();
                 state.failures = 0;
                 state.retry_at = None;
                 Ok(Arc::new(Lane { inner }))
@@ -762,6 +784,16 @@ impl LanePool {
             .slots
             .iter()
             .any(|slot| slot.lane.is_alive())
+    }
+
+    /// `(open, leased)`: live lanes in the pool, and those of them leased to a call (metrics).
+    pub fn lane_stats(&self) -> (usize, usize) {
+        let state = self.shared.state();
+        let live = state.slots.iter().filter(|slot| slot.lane.is_alive());
+        let (open, leased) = live.fold((0, 0), |(open, leased), slot| {
+            (open + 1, leased + usize::from(slot.leased))
+        });
+        (open, leased)
     }
 
     /// Lanes in the pool (live, dead-but-leased) plus lanes being started.

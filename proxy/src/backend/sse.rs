@@ -46,24 +46,28 @@ impl SseParser {
     }
 
     /// Feeds a chunk; returns the events it completed.
-    pub fn feed(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
+    pub fn feed(&mut self, mut chunk: &[u8]) -> Vec<SseEvent> {
         let mut events = Vec::new();
-        for &byte in chunk {
-            if self.after_cr {
-                self.after_cr = false;
-                if byte == b'\n' {
-                    continue;
-                }
-            }
-            match byte {
-                b'\n' => self.end_line(&mut events),
-                b'\r' => {
-                    self.after_cr = true;
-                    self.end_line(&mut events);
-                }
-                _ => self.line.push(byte),
+        if self.after_cr && !chunk.is_empty() {
+            self.after_cr = false;
+            if chunk[0] == b'\n' {
+                chunk = &chunk[1..];
             }
         }
+        while let Some(at) = memchr::memchr2(b'\n', b'\r', chunk) {
+            self.line.extend_from_slice(&chunk[..at]);
+            self.end_line(&mut events);
+            let cr = chunk[at] == b'\r';
+            chunk = &chunk[at + 1..];
+            if cr {
+                match chunk.first() {
+                    Some(b'\n') => chunk = &chunk[1..],
+                    Some(_) => {}
+                    None => self.after_cr = true,
+                }
+            }
+        }
+        self.line.extend_from_slice(chunk);
         events
     }
 
@@ -73,9 +77,15 @@ impl SseParser {
         self.reset_event();
     }
 
+    /// Processes the line in `self.line`, keeping the buffer (and its capacity) for the next one.
     fn end_line(&mut self, events: &mut Vec<SseEvent>) {
-        let line = std::mem::take(&mut self.line);
-        let line = String::from_utf8_lossy(&line);
+        let mut line = std::mem::take(&mut self.line);
+        self.process_line(&String::from_utf8_lossy(&line), events);
+        line.clear();
+        self.line = line;
+    }
+
+    fn process_line(&mut self, line: &str, events: &mut Vec<SseEvent>) {
         if line.is_empty() {
             // As in the WHATWG algorithm, an event whose data is empty is not dispatched.
             if self.has_data && !self.data.is_empty() {
@@ -99,7 +109,7 @@ impl SseParser {
                 let value = &line[at + 1..];
                 (&line[..at], value.strip_prefix(' ').unwrap_or(value))
             }
-            None => (&*line, ""),
+            None => (line, ""),
         };
         match field {
             "data" => {
@@ -190,5 +200,47 @@ mod tests {
         let events = all(&mut parser, &[b"event: ping\ndata: 1\nretry: soon\n\n"]);
         assert_eq!(events[0].event, "ping");
         assert_eq!(parser.retry_ms(), None);
+    }
+
+    proptest::proptest! {
+        /// However the body is cut into chunks, the same events come out.
+        #[test]
+        fn chunking_does_not_change_the_events(
+            parts in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::strategy::Just("data: {\"a\":1}".to_owned()),
+                    proptest::strategy::Just("data:x".to_owned()),
+                    proptest::strategy::Just("id: 7".to_owned()),
+                    proptest::strategy::Just("event: other".to_owned()),
+                    proptest::strategy::Just(": comment".to_owned()),
+                    proptest::strategy::Just("retry: 30".to_owned()),
+                    proptest::strategy::Just("".to_owned()),
+                    "[a-z:é ]{0,6}",
+                ],
+                0..12,
+            ),
+            endings in proptest::collection::vec(0..3usize, 12),
+            cuts in proptest::collection::vec(0..200usize, 0..6),
+        ) {
+            let mut body = Vec::new();
+            for (i, part) in parts.iter().enumerate() {
+                body.extend_from_slice(part.as_bytes());
+                body.extend_from_slice([&b"\n"[..], b"\r\n", b"\r"][endings[i]]);
+            }
+            let mut whole = SseParser::new();
+            let expected = whole.feed(&body);
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|cut| cut.min(body.len())).collect();
+            cuts.sort_unstable();
+            let mut parser = SseParser::new();
+            let mut events = Vec::new();
+            let mut start = 0;
+            for cut in cuts.into_iter().chain([body.len()]) {
+                events.extend(parser.feed(&body[start..cut]));
+                start = cut;
+            }
+            proptest::prop_assert_eq!(events, expected);
+            proptest::prop_assert_eq!(parser.last_event_id(), whole.last_event_id());
+            proptest::prop_assert_eq!(parser.retry_ms(), whole.retry_ms());
+        }
     }
 }

@@ -8,7 +8,10 @@
 //!   that ends with the final response. Notifications get `202 Accepted`.
 //! - `GET`/`DELETE`/other methods on `{path}`: 405 with `Allow: POST` (2026-07-28 has no GET
 //!   stream and no sessions).
-//! - `GET /healthz`: 200 `ok` when the handler is ready, else 503.
+//! - `GET /healthz`: liveness: 200 `ok` when the handler is ready (backend initialized), else 503.
+//! - `GET /readyz`: readiness: 200 `{"ready":true,...}` when every [`Handler::readiness`] check
+//!   passes (backend initialized, store writable, not draining), else 503 naming the failed ones.
+//! - `GET /metrics`: the Prometheus/OpenMetrics exposition of [`crate::metrics::global`].
 //! - anything else: 404.
 //!
 //! `Mcp-Session-Id` and `Last-Event-ID` are ignored; no session id is ever minted or echoed.
@@ -33,7 +36,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::Value;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
@@ -41,12 +44,19 @@ use tracing::Instrument as _;
 use super::validate::{self, error_response, Rejection, Validated};
 use super::{FrontRequest, Handler, Outgoing, Principal, ResponseSink, SINK_CAPACITY};
 use crate::jsonrpc::{codes, ErrorObject, Message};
+use crate::limits::{self, RequestGate};
 
 /// The default request body limit.
-pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+pub const DEFAULT_MAX_BODY_BYTES: usize = limits::DEFAULT_MAX_BODY_BYTES;
 
-/// The health route.
+/// The health (liveness) route.
 pub const HEALTH_PATH: &str = "/healthz";
+
+/// The readiness route.
+pub const READY_PATH: &str = "/readyz";
+
+/// The metrics route.
+pub const METRICS_PATH: &str = "/metrics";
 
 /// The body of every response the front sends.
 pub type ResponseBody = UnsyncBoxBody<Bytes, Infallible>;
@@ -68,8 +78,18 @@ pub struct HttpFrontConfig {
     /// An SSE comment (`:`) is sent after this much silence on an SSE response, so that idle
     /// intermediaries keep long streams (`subscriptions/listen`) open. `None`: never.
     pub sse_keep_alive: Option<Duration>,
+    /// `Host` values accepted besides loopback ones (see [`limits::host_allowed`]).
+    pub allowed_hosts: Vec<String>,
     /// How long a client may take to send the request head.
     pub header_read_timeout: Duration,
+    /// How long a client may take to send the request body (then 408).
+    pub body_read_timeout: Duration,
+    /// Largest request head (hyper's read buffer; at least 8192): bigger gets 431.
+    pub max_header_bytes: usize,
+    /// Most header fields per request: more gets 431.
+    pub max_headers: usize,
+    /// Most POST requests served at once: more get 503 with `Retry-After`.
+    pub max_concurrent_requests: usize,
     /// After shutdown, how long open responses may still run before their connections are closed.
     pub shutdown_grace: Duration,
 }
@@ -82,8 +102,13 @@ impl Default for HttpFrontConfig {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             allowed_origins: Vec::new(),
             sse_keep_alive: Some(Duration::from_secs(15)),
-            header_read_timeout: Duration::from_secs(30),
-            shutdown_grace: Duration::from_secs(10),
+            allowed_hosts: Vec::new(),
+            header_read_timeout: limits::DEFAULT_HEADER_READ_TIMEOUT,
+            body_read_timeout: limits::DEFAULT_BODY_READ_TIMEOUT,
+            max_header_bytes: limits::DEFAULT_MAX_HEADER_BYTES,
+            max_headers: limits::DEFAULT_MAX_HEADERS,
+            max_concurrent_requests: limits::DEFAULT_MAX_CONCURRENT_REQUESTS,
+            shutdown_grace: limits::DEFAULT_SHUTDOWN_GRACE,
         }
     }
 }
@@ -97,7 +122,12 @@ pub async fn serve(
     handler: Arc<dyn Handler>,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
-    let front = Arc::new(Front { config, handler });
+    let gate = RequestGate::new(config.max_concurrent_requests);
+    let front = Arc::new(Front {
+        config,
+        handler,
+        gate,
+    });
     let connections = TaskTracker::new();
     loop {
         let accepted = tokio::select! {
@@ -125,6 +155,8 @@ pub async fn serve(
                 .instrument(span),
         );
     }
+    // Stop accepting: new connections are refused from here on, not left in the backlog.
+    drop(listener);
     connections.close();
     connections.wait().await;
     Ok(())
@@ -133,6 +165,7 @@ pub async fn serve(
 struct Front {
     config: HttpFrontConfig,
     handler: Arc<dyn Handler>,
+    gate: RequestGate,
 }
 
 impl Front {
@@ -145,7 +178,9 @@ impl Front {
         let mut builder = http1::Builder::new();
         builder
             .timer(TokioTimer::new())
-            .header_read_timeout(self.config.header_read_timeout);
+            .header_read_timeout(self.config.header_read_timeout)
+            .max_buf_size(self.config.max_header_bytes.max(8192))
+            .max_headers(self.config.max_headers);
         let connection = builder.serve_connection(TokioIo::new(stream), service);
         tokio::pin!(connection);
         let result = tokio::select! {
@@ -168,12 +203,32 @@ impl Front {
 
     async fn route(&self, request: Request<Incoming>) -> Response<ResponseBody> {
         if let Err(origin) = self.check_origin(request.headers()) {
+            crate::metrics::global().rejection("origin");
             tracing::warn!(origin = %origin.escape_debug(), "refused a request from a foreign origin");
             return json_response(
                 StatusCode::FORBIDDEN,
                 &error_response(
                     None,
                     &ErrorObject::new(codes::INVALID_REQUEST, "origin not allowed"),
+                ),
+            );
+        }
+        let host = request
+            .headers()
+            .get(header::HOST)
+            .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
+        if !limits::host_allowed(
+            host.as_deref(),
+            self.config.listen,
+            &self.config.allowed_hosts,
+        ) {
+            crate::metrics::global().rejection("host");
+            tracing::warn!(host = %host.unwrap_or_default().escape_debug(), "refused a request for a foreign Host (DNS rebinding?)");
+            return json_response(
+                StatusCode::FORBIDDEN,
+                &error_response(
+                    None,
+                    &ErrorObject::new(codes::INVALID_REQUEST, "host not allowed"),
                 ),
             );
         }
@@ -184,11 +239,15 @@ impl Front {
             } else {
                 method_not_allowed("POST")
             }
-        } else if path == HEALTH_PATH {
-            if request.method() == Method::GET || request.method() == Method::HEAD {
-                self.health()
-            } else {
+        } else if path == HEALTH_PATH || path == READY_PATH || path == METRICS_PATH {
+            if request.method() != Method::GET && request.method() != Method::HEAD {
                 method_not_allowed("GET, HEAD")
+            } else if path == HEALTH_PATH {
+                self.health()
+            } else if path == READY_PATH {
+                self.ready()
+            } else {
+                metrics_response()
             }
         } else {
             text_response(StatusCode::NOT_FOUND, "not found\n")
@@ -217,6 +276,26 @@ impl Front {
         }
     }
 
+    fn ready(&self) -> Response<ResponseBody> {
+        let checks = self.handler.readiness();
+        let failed: Vec<&str> = checks
+            .iter()
+            .filter(|(_, passed)| !passed)
+            .map(|(name, _)| *name)
+            .collect();
+        let body = serde_json::json!({
+            "ready": failed.is_empty(),
+            "checks": checks.iter().map(|(name, passed)| ((*name).to_owned(), Value::Bool(*passed))).collect::<serde_json::Map<_, _>>(),
+            "failed": failed,
+        });
+        let status = if failed.is_empty() {
+            StatusCode::OK
+        } else {
+            StatusCode::SERVICE_UNAVAILABLE
+        };
+        json_response(status, &body)
+    }
+
     async fn post(&self, request: Request<Incoming>) -> Response<ResponseBody> {
         let (parts, body) = request.into_parts();
         let limit = self.config.max_body_bytes;
@@ -226,14 +305,24 @@ impl Front {
             .and_then(|value| value.to_str().ok())
             .and_then(|value| value.trim().parse::<u64>().ok());
         if declared.is_some_and(|length| length > limit as u64) {
+            crate::metrics::global().rejection("body_too_large");
             return too_large(limit);
         }
-        let bytes = match Limited::new(body, limit).collect().await {
-            Ok(collected) => collected.to_bytes(),
-            Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => {
-                return too_large(limit)
+        let read = tokio::time::timeout(
+            self.config.body_read_timeout,
+            Limited::new(body, limit).collect(),
+        );
+        let bytes = match read.await {
+            Err(_) => {
+                crate::metrics::global().rejection("body_read_timeout");
+                return body_timeout(self.config.body_read_timeout);
             }
-            Err(error) => {
+            Ok(Ok(collected)) => collected.to_bytes(),
+            Ok(Err(error)) if error.downcast_ref::<LengthLimitError>().is_some() => {
+                crate::metrics::global().rejection("body_too_large");
+                return too_large(limit);
+            }
+            Ok(Err(error)) => {
                 tracing::debug!(%error, "reading the request body failed");
                 return rejection_response(&Rejection::new(
                     None,
@@ -244,6 +333,8 @@ impl Front {
         };
         match decide_post(&parts.headers, &bytes) {
             PostDecision::Reject(rejection) => {
+                crate::metrics::global()
+                    .rejection(crate::metrics::validation_reason(rejection.error.code));
                 tracing::debug!(
                     code = rejection.error.code,
                     message = %rejection.error.message,
@@ -257,21 +348,33 @@ impl Front {
             PostDecision::Dispatch {
                 request,
                 sse_allowed,
-            } => self.dispatch(request, sse_allowed).await,
+            } => {
+                // Decided before the handler runs, so before any SSE byte.
+                let Some(permit) = self.gate.try_enter() else {
+                    crate::metrics::global().rejection("limit_concurrent_requests");
+                    tracing::warn!(
+                        max = self.gate.max(),
+                        "refused a request: too many requests in flight"
+                    );
+                    return overloaded(&request.id, &self.gate);
+                };
+                self.dispatch(request, sse_allowed, permit).await
+            }
         }
     }
 
     /// Runs the handler for one request and turns what it sends into a JSON or SSE response.
-    async fn dispatch(&self, request: FrontRequest, sse_allowed: bool) -> Response<ResponseBody> {
+    async fn dispatch(
+        &self,
+        request: FrontRequest,
+        sse_allowed: bool,
+        permit: OwnedSemaphorePermit,
+    ) -> Response<ResponseBody> {
         let id = request.id.clone();
-        let span = tracing::info_span!(
-            "request",
-            method = %request.method,
-            id = %request.id,
-            principal = %request.principal.label()
-        );
+        let span = crate::telemetry::request_span(&request, "http");
         let (tx, mut rx) = mpsc::channel(SINK_CAPACITY);
-        start_handler(self.handler.as_ref(), request, ResponseSink::new(tx), span);
+        let sink = ResponseSink::new(tx).observed(&request.method);
+        start_handler(self.handler.as_ref(), request, sink, span);
         // Dropping this future (client gone before the first item) drops `rx`: the sink closes.
         loop {
             match rx.recv().await {
@@ -283,11 +386,16 @@ impl Front {
                         .ok()
                         .filter(|status| !status.is_informational())
                         .unwrap_or(StatusCode::OK);
-                    return json_response(status, &message.to_value());
+                    return message_response(status, &message);
                 }
                 Some(Outgoing::Notification(message)) if sse_allowed => {
-                    let body =
-                        SseBody::new(sse_event(&message), rx, id, self.config.sse_keep_alive);
+                    let body = SseBody::new(
+                        sse_event(&message),
+                        rx,
+                        id,
+                        self.config.sse_keep_alive,
+                        permit,
+                    );
                     return sse_response(body);
                 }
                 // The client accepts only `application/json`: notifications cannot be delivered.
@@ -391,16 +499,13 @@ fn accepts_event_stream(headers: &HeaderMap) -> bool {
         return true;
     }
     values.any(|value| {
-        String::from_utf8_lossy(value.as_bytes())
-            .split(',')
-            .map(|item| {
-                item.split(';')
-                    .next()
-                    .unwrap_or_default()
-                    .trim()
-                    .to_ascii_lowercase()
-            })
-            .any(|media| media == "text/event-stream" || media == "text/*" || media == "*/*")
+        value.as_bytes().split(|&byte| byte == b',').any(|item| {
+            let media = item.split(|&byte| byte == b';').next().unwrap_or_default();
+            let media = media.trim_ascii();
+            [&b"text/event-stream"[..], b"text/*", b"*/*"]
+                .iter()
+                .any(|accepted| media.eq_ignore_ascii_case(accepted))
+        })
     })
 }
 
@@ -451,9 +556,64 @@ fn json_response(status: StatusCode, value: &Value) -> Response<ResponseBody> {
     response
 }
 
+fn metrics_response() -> Response<ResponseBody> {
+    let mut response =
+        Response::new(Full::new(Bytes::from(crate::metrics::global().render())).boxed_unsync());
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(crate::metrics::CONTENT_TYPE),
+    );
+    response
+}
+
+/// A final response, serialised straight from the message.
+fn message_response(status: StatusCode, message: &Message) -> Response<ResponseBody> {
+    let mut response = Response::new(Full::new(Bytes::from(message.to_vec())).boxed_unsync());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
 fn rejection_response(rejection: &Rejection) -> Response<ResponseBody> {
     let status = StatusCode::from_u16(rejection.http_status).unwrap_or(StatusCode::BAD_REQUEST);
     json_response(status, &rejection.to_value())
+}
+
+/// 503 with `Retry-After` and a JSON-RPC error: too many requests in flight.
+fn overloaded(id: &Value, gate: &RequestGate) -> Response<ResponseBody> {
+    let mut response = json_response(
+        StatusCode::SERVICE_UNAVAILABLE,
+        &error_response(Some(id), &gate.overload_error()),
+    );
+    response.headers_mut().insert(
+        header::RETRY_AFTER,
+        HeaderValue::from(limits::RETRY_AFTER_SECS),
+    );
+    response
+}
+
+/// 408: the client did not send its body within the body read timeout.
+fn body_timeout(limit: Duration) -> Response<ResponseBody> {
+    let mut response = json_response(
+        StatusCode::REQUEST_TIMEOUT,
+        &error_response(
+            None,
+            &ErrorObject::new(
+                codes::INVALID_REQUEST,
+                format!(
+                    "the request body did not arrive within {} (--body-read-timeout)",
+                    humantime::format_duration(limit)
+                ),
+            ),
+        ),
+    );
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
 }
 
 fn too_large(limit: usize) -> Response<ResponseBody> {
@@ -512,13 +672,14 @@ fn sse_response(body: SseBody) -> Response<ResponseBody> {
 
 /// An SSE response body: it owns the request's receiver, so dropping the response (client gone)
 /// closes the engine's sink. Ends after the final response; a handler that drops its sink
-/// without one gets a `-32603` error event.
+/// without one gets a `-32603` error event. Holds the request's concurrency permit.
 struct SseBody {
     first: Option<Bytes>,
     rx: mpsc::Receiver<Outgoing>,
     id: Value,
     keep_alive: Option<(Duration, Pin<Box<tokio::time::Sleep>>)>,
     done: bool,
+    permit: Option<OwnedSemaphorePermit>,
 }
 
 impl SseBody {
@@ -527,6 +688,7 @@ impl SseBody {
         rx: mpsc::Receiver<Outgoing>,
         id: Value,
         keep_alive: Option<Duration>,
+        permit: OwnedSemaphorePermit,
     ) -> Self {
         SseBody {
             first: Some(first),
@@ -534,6 +696,7 @@ impl SseBody {
             id,
             keep_alive: keep_alive.map(|period| (period, Box::pin(tokio::time::sleep(period)))),
             done: false,
+            permit: Some(permit),
         }
     }
 
@@ -568,10 +731,12 @@ impl Body for SseBody {
             Poll::Ready(Some(Outgoing::Notification(message))) => this.data(sse_event(&message)),
             Poll::Ready(Some(Outgoing::Final { message, .. })) => {
                 this.done = true;
+                this.permit = None;
                 this.data(sse_event(&message))
             }
             Poll::Ready(None) => {
                 this.done = true;
+                this.permit = None;
                 let error = Message::response(this.id.clone(), Err(handler_gone()));
                 this.data(sse_event(&error))
             }

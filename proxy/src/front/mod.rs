@@ -34,6 +34,12 @@ pub trait Handler: Send + Sync + 'static {
 
     /// Whether the engine can serve requests (`GET /healthz` answers 200 or 503).
     fn is_ready(&self) -> bool;
+
+    /// The readiness checks of `GET /readyz`, each `(name, passed)`: the front answers 200 when
+    /// all pass, else 503 naming the failed ones. By default only `backend` ([`Handler::is_ready`]).
+    fn readiness(&self) -> Vec<(&'static str, bool)> {
+        vec![("backend", self.is_ready())]
+    }
 }
 
 /// Who is calling: derived from the `Authorization` header (HTTP) so that a `requestState` minted
@@ -42,9 +48,12 @@ pub trait Handler: Send + Sync + 'static {
 pub struct Principal(pub [u8; 32]);
 
 impl Principal {
-    /// The principal of requests without credentials (and of the stdio front).
+    /// The principal of requests without credentials (and of the stdio front); hashed once.
     pub fn anonymous() -> Self {
-        Principal::from_credential(b"")
+        static ANONYMOUS: std::sync::OnceLock<Principal> = std::sync::OnceLock::new();
+        ANONYMOUS
+            .get_or_init(|| Principal::from_credential(b""))
+            .clone()
     }
 
     /// SHA-256 over a domain-separation prefix and the raw `Authorization` header value.
@@ -58,7 +67,21 @@ impl Principal {
 
     /// A short, non-reversible label for logs.
     pub fn label(&self) -> String {
-        self.0[..4].iter().map(|b| format!("{b:02x}")).collect()
+        self.display_label().to_string()
+    }
+
+    /// [`Principal::label`] without allocating (for log fields).
+    pub fn display_label(&self) -> impl std::fmt::Display + '_ {
+        PrincipalLabel(self)
+    }
+}
+
+struct PrincipalLabel<'a>(&'a Principal);
+
+impl std::fmt::Display for PrincipalLabel<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let [a, b, c, d, ..] = self.0 .0;
+        write!(f, "{a:02x}{b:02x}{c:02x}{d:02x}")
     }
 }
 
@@ -94,11 +117,31 @@ pub enum Outgoing {
 pub struct ResponseSink {
     tx: mpsc::Sender<Outgoing>,
     started: bool,
+    /// `(method, start)` when the request is counted in the metrics ([`ResponseSink::observed`]).
+    observed: Option<(String, std::time::Instant)>,
 }
 
 impl ResponseSink {
     pub fn new(tx: mpsc::Sender<Outgoing>) -> Self {
-        ResponseSink { tx, started: false }
+        ResponseSink {
+            tx,
+            started: false,
+            observed: None,
+        }
+    }
+
+    /// Counts this request in [`crate::metrics`]: in flight now, then by outcome and latency
+    /// when it finishes (or `cancelled` when the sink is dropped without a final response).
+    pub fn observed(mut self, method: &str) -> Self {
+        crate::metrics::global().request_started();
+        self.observed = Some((method.to_owned(), std::time::Instant::now()));
+        self
+    }
+
+    fn record(&mut self, outcome: crate::metrics::Outcome) {
+        if let Some((method, start)) = self.observed.take() {
+            crate::metrics::global().request_finished(&method, outcome, start.elapsed());
+        }
     }
 
     /// Whether a notification went out already (on HTTP: the SSE stream has started).
@@ -113,11 +156,20 @@ impl ResponseSink {
     }
 
     /// Sends the final response (consumes the sink).
-    pub async fn finish(self, id: Value, outcome: Result<Value, ErrorObject>) {
+    pub async fn finish(mut self, id: Value, outcome: Result<Value, ErrorObject>) {
         let http_status = match &outcome {
             Err(error) => validate::http_status(error.code),
             Ok(_) => 200,
         };
+        self.record(match &outcome {
+            Err(_) => crate::metrics::Outcome::Error,
+            Ok(result)
+                if result.get("resultType").and_then(Value::as_str) == Some("input_required") =>
+            {
+                crate::metrics::Outcome::InputRequired
+            }
+            Ok(_) => crate::metrics::Outcome::Ok,
+        });
         let _ = self
             .tx
             .send(Outgoing::Final {
@@ -134,5 +186,11 @@ impl ResponseSink {
 
     pub fn is_closed(&self) -> bool {
         self.tx.is_closed()
+    }
+}
+
+impl Drop for ResponseSink {
+    fn drop(&mut self) {
+        self.record(crate::metrics::Outcome::Cancelled);
     }
 }

@@ -76,7 +76,12 @@ where
                     continue;
                 };
                 match parsed {
-                    Err(error) => Some(Rejection::unreadable(&error).to_value()),
+                    Err(error) => {
+                        let rejection = Rejection::unreadable(&error);
+                        crate::metrics::global()
+                            .rejection(crate::metrics::validation_reason(rejection.error.code));
+                        Some(rejection.to_value())
+                    }
                     Ok(message) => {
                         let context = Context {
                             handler: handler.as_ref(),
@@ -157,6 +162,8 @@ impl Context<'_> {
         let validated = match validate::validate(&message, None, Principal::anonymous()) {
             Ok(validated) => validated,
             Err(rejection) if matches!(message, Message::Request { .. }) => {
+                crate::metrics::global()
+                    .rejection(crate::metrics::validation_reason(rejection.error.code));
                 tracing::debug!(code = rejection.error.code, message = %rejection.error.message, "rejected a request");
                 return Some(rejection.to_value());
             }
@@ -206,13 +213,10 @@ impl Context<'_> {
                         },
                     );
                 }
-                let span = tracing::info_span!(
-                    "request",
-                    method = %request.method,
-                    id = %request.id,
-                );
+                let span = crate::telemetry::request_span(&request, "stdio");
                 let (tx, rx) = mpsc::channel(SINK_CAPACITY);
-                start_handler(self.handler, request, ResponseSink::new(tx), span.clone());
+                let sink = ResponseSink::new(tx).observed(&request.method);
+                start_handler(self.handler, request, sink, span.clone());
                 let forwarder = Forwarder {
                     rx,
                     id,
@@ -264,7 +268,7 @@ impl Forwarder {
             let sent = tokio::select! {
                 biased;
                 () = self.cancel.cancelled() => false,
-                sent = self.lines.send(line_of(&message.to_value())) => sent.is_ok(),
+                sent = self.lines.send(message.to_line() + "\n") => sent.is_ok(),
             };
             if !sent || last {
                 break;

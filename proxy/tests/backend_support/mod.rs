@@ -201,7 +201,7 @@ pub fn tool_text(result: &Value) -> String {
         .to_owned()
 }
 
-fn call_params(name: &str, arguments: Value) -> Value {
+pub fn call_params(name: &str, arguments: Value) -> Value {
     json!({"name": name, "arguments": arguments})
 }
 

@@ -15,7 +15,6 @@
 #![allow(deprecated)]
 
 use std::{
-    net::SocketAddr,
     sync::{
         atomic::{AtomicU64, Ordering},
         Arc,
@@ -23,8 +22,6 @@ use std::{
     time::Duration,
 };
 
-use anyhow::Context as _;
-use clap::{Parser, ValueEnum};
 use legacy_rmcp::{
     elicit_safe,
     handler::server::{router::tool::ToolRouter, wrapper::Parameters},
@@ -35,19 +32,12 @@ use legacy_rmcp::{
         SamplingMessage, ServerCapabilities, ServerInfo, SetLevelRequestParams,
     },
     service::{ElicitationError, NotificationContext, RequestContext},
-    tool, tool_handler, tool_router,
-    transport::{
-        stdio,
-        streamable_http_server::{
-            session::local::LocalSessionManager, StreamableHttpServerConfig, StreamableHttpService,
-        },
-    },
-    ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceError, ServiceExt,
+    tool, tool_handler, tool_router, ErrorData as McpError, Peer, RoleServer, ServerHandler,
+    ServiceError,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio::sync::Mutex;
-use tokio_util::sync::CancellationToken;
 
 // The rmcp 2.2 macros expand to `rmcp::...` paths; with the crate renamed to
 // `legacy_rmcp`, this alias is what lets `#[tool_router]`/`#[tool]` resolve.
@@ -112,7 +102,7 @@ impl FixtureServer {
             log_level: Arc::new(Mutex::new(LoggingLevel::Info)),
             next_elicitation: Arc::new(AtomicU64::new(1)),
             vault_consented: Arc::new(std::sync::atomic::AtomicBool::new(false)),
-            tool_router: Self::tool_router(),
+            tool_router: Self::tool_router() + Self::fault_router(),
         }
     }
 }
@@ -392,83 +382,47 @@ fn text(text: impl Into<String>) -> CallToolResult {
     CallToolResult::success(vec![ContentBlock::text(text.into())])
 }
 
-// ---- Transports ----
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum Transport {
-    Stdio,
-    Http,
-}
-
-/// Legacy MCP fixture server (rmcp 2.2, push-style server-to-client requests).
-#[derive(Debug, Parser)]
-#[command(version)]
-struct Cli {
-    /// Transport to serve on.
-    #[arg(long, value_enum, default_value_t = Transport::Stdio)]
-    transport: Transport,
-    /// Address for `--transport http` (port 0 picks a free port).
-    #[arg(long, default_value = "127.0.0.1:8000")]
-    listen: SocketAddr,
-}
+// ---- Entry point ----
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    // stdout carries the protocol (stdio) or the address line (http): log to stderr.
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .init();
+    mcp_legacy_fixture_support::run(
+        "Legacy MCP fixture server (rmcp 2.2, push-style server-to-client requests).",
+        FixtureServer::new,
+    )
+    .await
+}
 
-    let cli = Cli::parse();
-    match cli.transport {
-        Transport::Stdio => serve_stdio().await,
-        Transport::Http => serve_http(cli.listen).await,
+// ---- Tools for the proxy's fault and limit tests ----
+// (Kept at the end of the file so the linter's snapshot of the code above keeps its lines.)
+
+#[derive(Debug, Deserialize, JsonSchema)]
+struct RoundsArgs {
+    /// How many sampling requests to send, one after the other (each one is a proxy round).
+    n: u32,
+    /// Extra characters appended to each sampling prompt (to make large input requests).
+    #[serde(default)]
+    pad: usize,
+    /// How long to wait, in milliseconds, after the last answer before returning.
+    #[serde(default)]
+    sleep_ms: u64,
+}
+
+#[tool_router(router = fault_router)]
+impl FixtureServer {
+    #[tool(
+        description = "Send n sampling requests one after the other (prompt padded by `pad` characters), then wait `sleep_ms` ms and return \"rounds n\""
+    )]
+    async fn rounds(
+        &self,
+        peer: Peer<RoleServer>,
+        Parameters(RoundsArgs { n, pad, sleep_ms }): Parameters<RoundsArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        let padding = "x".repeat(pad.min(64 * 1024 * 1024));
+        for i in 1..=n {
+            sample(&peer, &format!("round {i}{padding}")).await?;
+        }
+        tokio::time::sleep(Duration::from_millis(sleep_ms)).await;
+        Ok(text(format!("rounds {n}")))
     }
-}
-
-async fn serve_stdio() -> anyhow::Result<()> {
-    let service = FixtureServer::new()
-        .serve(stdio())
-        .await
-        .context("MCP initialization over stdio failed")?;
-    service.waiting().await?;
-    Ok(())
-}
-
-async fn serve_http(listen: SocketAddr) -> anyhow::Result<()> {
-    let ct = CancellationToken::new();
-    // Stateful Streamable HTTP: one `FixtureServer` per `Mcp-Session-Id`.
-    // rmcp 2.2 sends every server-to-client request (and log notification) on
-    // the session's standalone `GET /mcp` SSE stream, buffered until it opens;
-    // only responses and progress go on the stream of the originating POST.
-    let service = StreamableHttpService::new(
-        || Ok(FixtureServer::new()),
-        LocalSessionManager::default().into(),
-        StreamableHttpServerConfig::default()
-            .with_stateful_mode(true)
-            .with_cancellation_token(ct.child_token()),
-    );
-    let router = axum::Router::new().nest_service("/mcp", service);
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .with_context(|| format!("cannot listen on {listen}"))?;
-    let addr = listener.local_addr()?;
-    // Tests wait for this exact line.
-    println!("listening on http://{addr}/mcp");
-    tracing::info!(%addr, "serving Streamable HTTP");
-
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move {
-            // If no signal handler can be installed, run until killed.
-            if tokio::signal::ctrl_c().await.is_err() {
-                std::future::pending::<()>().await;
-            }
-            ct.cancel();
-        })
-        .await?;
-    Ok(())
 }

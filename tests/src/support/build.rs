@@ -51,6 +51,10 @@ fn build() -> Result<Binaries, String> {
         .args(["-p", CONFORMANCE_BIN])
         .arg("--target-dir")
         .arg(&target_dir);
+    if cfg!(feature = "otel") {
+        // The OpenTelemetry exporter tests need the proxy's optional `otel` feature.
+        command.args(["--features", "mcp-mrtr-proxy/otel"]);
+    }
     if release {
         command.arg("--release");
     }

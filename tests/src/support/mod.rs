@@ -22,7 +22,7 @@ use std::time::Duration;
 
 pub use build::{binaries, binaries_async, target_dir, Binaries};
 pub use modern::{default_capabilities, tool_params, tool_text, ModernClient, ScriptedHandler};
-pub use process::{Backend, BackendKind, LegacyHttpServer, Proxy, ProxyOptions, Stack};
+pub use process::{is_alive, Backend, BackendKind, LegacyHttpServer, Proxy, ProxyOptions, Stack};
 pub use raw::{parse_sse, RawClient, RawRequest, RawResponse, PROTOCOL_VERSION};
 pub use schema::SpecSchema;
 pub use script::{FormAction, Script, SeenRequest};

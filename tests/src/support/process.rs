@@ -116,6 +116,7 @@ pub struct LegacyHttpServer {
     child: Child,
     url: String,
     logs: Logs,
+    binary: PathBuf,
 }
 
 impl LegacyHttpServer {
@@ -132,7 +133,37 @@ impl LegacyHttpServer {
         command.args(["--transport", "http", "--listen", "127.0.0.1:0"]);
         let logs = Logs::default();
         let (child, url) = spawn_listening(command, "the legacy HTTP server", &logs).await;
-        LegacyHttpServer { child, url, logs }
+        LegacyHttpServer {
+            child,
+            url,
+            logs,
+            binary: binary.to_owned(),
+        }
+    }
+
+    /// SIGKILLs the server (sessions and calls in flight die with it) and waits until it is gone.
+    pub fn kill(&mut self) {
+        kill_and_reap(&mut self.child);
+        self.logs.push("==== killed ====".into());
+    }
+
+    /// Starts the server again on the same address (after [`kill`](Self::kill), or kills it
+    /// first): a backend restart as the proxy sees it.
+    pub async fn restart(&mut self) {
+        kill_and_reap(&mut self.child);
+        let address = self
+            .url
+            .strip_prefix("http://")
+            .and_then(|rest| rest.strip_suffix("/mcp"))
+            .expect("http://ADDR/mcp")
+            .to_owned();
+        // tokio binds with SO_REUSEADDR: the port is free again at once.
+        let mut command = Command::new(&self.binary);
+        command.args(["--transport", "http", "--listen", &address]);
+        self.logs.push("==== restart ====".into());
+        let (child, url) = spawn_listening(command, "the legacy HTTP server", &self.logs).await;
+        self.child = child;
+        self.url = url;
     }
 
     /// `http://127.0.0.1:PORT/mcp`
@@ -305,6 +336,69 @@ impl Proxy {
         panic!("{url} did not answer 200 within {HEALTHY:?} (last: {last})");
     }
 
+    /// Sends SIGTERM and waits (up to `limit`) for the proxy to exit; returns its exit status.
+    pub async fn terminate(&mut self, limit: Duration) -> std::process::ExitStatus {
+        signal(self.child.id(), "-TERM");
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait for the proxy") {
+                return status;
+            }
+            if Instant::now() >= deadline {
+                self.logs.dump("the proxy");
+                panic!("the proxy did not exit within {limit:?} after SIGTERM");
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Whether the proxy process has exited (it is reaped then).
+    pub fn has_exited(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(Some(_)))
+    }
+
+    /// Starts the proxy again after it exited (e.g. after [`terminate`](Self::terminate)), with
+    /// the same options, store directory and state key. The URL changes (a new port).
+    pub async fn start_again(&mut self) {
+        assert!(self.has_exited(), "the proxy is still running");
+        self.logs.push("==== start again ====".into());
+        let (child, url) = spawn_proxy(
+            &self.binaries,
+            &self.options,
+            &self.store_dir,
+            &self.key_hex,
+            &self.key_file,
+            &self.logs,
+        )
+        .await;
+        self.child = child;
+        self.url = url;
+        self.wait_healthy().await;
+    }
+
+    /// `VmRSS` of the proxy process in KiB (Linux).
+    pub fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .expect("/proc/PID/status of the proxy");
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmRSS:"))
+            .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS in /proc/PID/status")
+    }
+
+    /// Open file descriptors of the proxy process (Linux).
+    pub fn fd_count(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.child.id()))
+            .expect("/proc/PID/fd of the proxy")
+            .count()
+    }
+
+    /// Every live child process of the proxy (whatever it runs).
+    pub fn child_pids(&self) -> Vec<u32> {
+        children_of(self.child.id())
+    }
+
     /// Kills the proxy (SIGKILL) and its backend children, then starts it again with the same
     /// options, store directory and state key. The URL changes (a new port).
     pub async fn restart(&mut self) {
@@ -351,6 +445,12 @@ impl Proxy {
         )
         .await;
         pids
+    }
+
+    /// Kills the proxy (SIGKILL) and its backend children and leaves it dead (its store
+    /// directory stays, e.g. to be opened by the test).
+    pub fn kill(&mut self) {
+        self.kill_hard();
     }
 
     fn kill_hard(&mut self) {
@@ -455,7 +555,8 @@ fn stat_of(pid: u32) -> Option<(char, u32)> {
     Some((state, ppid))
 }
 
-fn is_alive(pid: u32) -> bool {
+/// Whether process `pid` exists and is not a zombie.
+pub fn is_alive(pid: u32) -> bool {
     matches!(stat_of(pid), Some((state, _)) if state != 'Z' && state != 'X')
 }
 
@@ -469,8 +570,13 @@ fn runs_binary(pid: u32, binary: &Path) -> bool {
 }
 
 fn sigkill(pid: u32) {
+    signal(pid, "-KILL");
+}
+
+/// Sends a signal with the `kill` command (`which` is e.g. `-TERM`).
+fn signal(pid: u32, which: &str) {
     let _ = Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
+        .args([which, &pid.to_string()])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status();

@@ -1,0 +1,417 @@
+//! Prometheus metrics (`GET /metrics`), kept in one process-wide [`Metrics`].
+//!
+//! Every part of the proxy reports into [`global()`]: the fronts (requests, latency, validation
+//! rejections), the engine (rounds, pauses, expiries, `requestState` rejections, deprecation
+//! warnings) and the lane pool (lanes, starts, restarts). Other code reports a refusal with
+//! [`Metrics::rejection`] and a stable snake_case reason; label values are always from small
+//! fixed sets (validated method names, reasons, rule names), never from client input.
+//!
+//! The exposition is the OpenMetrics text format (which Prometheus scrapes natively); names are
+//! listed in the README's operations section.
+
+use std::sync::{LazyLock, Mutex};
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+use crate::jsonrpc::codes;
+
+/// The `Content-Type` of [`Metrics::render`]'s output.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MethodOutcome {
+    method: String,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MethodLabel {
+    method: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabel {
+    reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CauseLabel {
+    cause: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RuleLabel {
+    rule: &'static str,
+}
+
+type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+
+fn latency_histogram() -> Histogram {
+    // 1 ms .. ~33 s
+    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
+        0.001, 2.0, 16,
+    ))
+}
+
+/// How a front request ended, for `mcp_proxy_requests_total{outcome}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// A complete result.
+    Ok,
+    /// An `input_required` result (the call paused).
+    InputRequired,
+    /// A JSON-RPC error.
+    Error,
+    /// No response: the client left, or the handler ended without one.
+    Cancelled,
+}
+
+impl Outcome {
+    pub fn label(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::InputRequired => "input_required",
+            Outcome::Error => "error",
+            Outcome::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// Every metric of the proxy. Cheap to update from any thread.
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<MethodOutcome, Counter>,
+    request_duration: HistogramFamily<MethodLabel>,
+    in_flight: Gauge,
+    paused: Gauge,
+    rounds: Family<MethodLabel, Counter>,
+    call_rounds: Histogram,
+    pause_expiries: Family<CauseLabel, Counter>,
+    rejections: Family<ReasonLabel, Counter>,
+    deprecations: Family<RuleLabel, Counter>,
+    lanes_open: Gauge,
+    lanes_leased: Gauge,
+    lane_starts: Counter,
+    lane_failures: Counter,
+    /// Called before each render to refresh gauges read from elsewhere (pool, engine).
+    refreshers: Mutex<Vec<Refresher>>,
+}
+
+/// Refreshes gauges before a render; returns `false` once its source is gone (then dropped).
+pub type Refresher = Box<dyn Fn(&Metrics) -> bool + Send + Sync>;
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    /// A fresh set of metrics with its own registry (tests; the proxy uses [`global()`]).
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("mcp_proxy");
+        let requests = Family::<MethodOutcome, Counter>::default();
+        registry.register(
+            "requests",
+            "Front requests answered, by method and outcome (ok, input_required, error, cancelled)",
+            requests.clone(),
+        );
+        let request_duration: HistogramFamily<MethodLabel> =
+            Family::new_with_constructor(latency_histogram as fn() -> Histogram);
+        registry.register(
+            "request_duration_seconds",
+            "Time from a validated front request to its final response, by method",
+            request_duration.clone(),
+        );
+        let in_flight = Gauge::default();
+        registry.register(
+            "requests_in_flight",
+            "Front requests being served now",
+            in_flight.clone(),
+        );
+        let paused = Gauge::default();
+        registry.register(
+            "paused_calls",
+            "Legacy calls paused now, waiting for the client's retry",
+            paused.clone(),
+        );
+        let rounds = Family::<MethodLabel, Counter>::default();
+        registry.register(
+            "rounds",
+            "input_required rounds answered (pauses), by method",
+            rounds.clone(),
+        );
+        let call_rounds = Histogram::new([0.0, 1.0, 2.0, 3.0, 5.0, 10.0, 20.0]);
+        registry.register(
+            "call_rounds",
+            "Rounds per correlatable call that reached its final result",
+            call_rounds.clone(),
+        );
+        let pause_expiries = Family::<CauseLabel, Counter>::default();
+        registry.register(
+            "pause_expiries",
+            "Paused calls ended without a retry: ttl (deadline sweep) or evicted (lane needed)",
+            pause_expiries.clone(),
+        );
+        let rejections = Family::<ReasonLabel, Counter>::default();
+        registry.register(
+            "rejections",
+            "Requests refused, by reason",
+            rejections.clone(),
+        );
+        let deprecations = Family::<RuleLabel, Counter>::default();
+        registry.register(
+            "deprecation_warnings",
+            "Deprecation warnings logged (once per client and rule), by rule",
+            deprecations.clone(),
+        );
+        let lanes_open = Gauge::default();
+        registry.register(
+            "lanes_open",
+            "Legacy lanes (child processes or sessions) open",
+            lanes_open.clone(),
+        );
+        let lanes_leased = Gauge::default();
+        registry.register(
+            "lanes_leased",
+            "Legacy lanes leased to a running or paused call",
+            lanes_leased.clone(),
+        );
+        let lane_starts = Counter::default();
+        registry.register(
+            "lane_starts",
+            "Legacy lanes started (initialized)",
+            lane_starts.clone(),
+        );
+        let lane_failures = Counter::default();
+        registry.register(
+            "lane_failures",
+            "Legacy lanes found dead (child exited, session lost) and dropped; the next call starts a new one",
+            lane_failures.clone(),
+        );
+        Metrics {
+            registry,
+            requests,
+            request_duration,
+            in_flight,
+            paused,
+            rounds,
+            call_rounds,
+            pause_expiries,
+            rejections,
+            deprecations,
+            lanes_open,
+            lanes_leased,
+            lane_starts,
+            lane_failures,
+            refreshers: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The exposition text ([`CONTENT_TYPE`]).
+    pub fn render(&self) -> String {
+        {
+            let mut refreshers = self.refreshers.lock().unwrap_or_else(|p| p.into_inner());
+            refreshers.retain(|refresh| refresh(self));
+        }
+        let mut text = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
+        text
+    }
+
+    /// A front request started (`requests_in_flight`).
+    pub fn request_started(&self) {
+        self.in_flight.inc();
+    }
+
+    /// A front request ended.
+    pub fn request_finished(&self, method: &str, outcome: Outcome, elapsed: Duration) {
+        self.in_flight.dec();
+        self.requests
+            .get_or_create(&MethodOutcome {
+                method: method.to_owned(),
+                outcome: outcome.label(),
+            })
+            .inc();
+        self.request_duration
+            .get_or_create(&MethodLabel {
+                method: method.to_owned(),
+            })
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// A request refused, by a stable snake_case reason (`state_tampered`, `header_mismatch`,
+    /// `body_too_large`, ...): see the README for the list.
+    pub fn rejection(&self, reason: &'static str) {
+        self.rejections.get_or_create(&ReasonLabel { reason }).inc();
+    }
+
+    /// The number of paused calls now.
+    pub fn set_paused(&self, paused: usize) {
+        self.paused.set(i64::try_from(paused).unwrap_or(i64::MAX));
+    }
+
+    /// A call paused (one `input_required` round).
+    pub fn round(&self, method: &str) {
+        self.rounds
+            .get_or_create(&MethodLabel {
+                method: method.to_owned(),
+            })
+            .inc();
+    }
+
+    /// A correlatable call reached its final result after `rounds` rounds.
+    pub fn call_finished(&self, rounds: u32) {
+        self.call_rounds.observe(f64::from(rounds));
+    }
+
+    /// A paused call ended without a retry: `ttl` or `evicted`.
+    pub fn pause_expired(&self, cause: &'static str) {
+        self.pause_expiries
+            .get_or_create(&CauseLabel { cause })
+            .inc();
+    }
+
+    /// A deprecation warning was logged (the engine logs each once per client and rule).
+    pub fn deprecation_warning(&self, rule: &'static str) {
+        self.deprecations.get_or_create(&RuleLabel { rule }).inc();
+    }
+
+    /// Lanes open and leased now.
+    pub fn set_lanes(&self, open: usize, leased: usize) {
+        self.lanes_open.set(i64::try_from(open).unwrap_or(i64::MAX));
+        self.lanes_leased
+            .set(i64::try_from(leased).unwrap_or(i64::MAX));
+    }
+
+    /// A lane was started (first initialize).
+    pub fn lane_started(&self) {
+        self.lane_starts.inc();
+    }
+
+    /// A dead lane was dropped from the pool.
+    pub fn lane_failed(&self) {
+        self.lane_failures.inc();
+    }
+
+    /// Registers a gauge refresher, called before each render until it returns `false`.
+    pub fn on_render(&self, refresher: Refresher) {
+        self.refreshers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(refresher);
+    }
+}
+
+/// The proxy's metrics.
+pub fn global() -> &'static Metrics {
+    static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
+    &METRICS
+}
+
+/// The rejection reason for a front validation error code.
+pub fn validation_reason(code: i64) -> &'static str {
+    match code {
+        codes::PARSE_ERROR => "parse_error",
+        codes::INVALID_REQUEST => "invalid_request",
+        codes::METHOD_NOT_FOUND => "unknown_method",
+        codes::INVALID_PARAMS => "invalid_params",
+        codes::HEADER_MISMATCH => "header_mismatch",
+        codes::MISSING_REQUIRED_CLIENT_CAPABILITY => "missing_capability",
+        codes::UNSUPPORTED_PROTOCOL_VERSION => "unsupported_version",
+        _ => "other",
+    }
+}
+
+/// Parses OpenMetrics/Prometheus text into `(series, value)` pairs, e.g.
+/// `("mcp_proxy_rejections_total{reason=\"state_tampered\"}", 1.0)` (for tests and tools).
+pub fn parse_exposition(text: &str) -> Vec<(String, f64)> {
+    text.lines()
+        .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
+        .filter_map(|line| {
+            let (series, value) = line.rsplit_once(' ')?;
+            Some((series.to_owned(), value.parse().ok()?))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn value(text: &str, series: &str) -> Option<f64> {
+        parse_exposition(text)
+            .into_iter()
+            .find(|(name, _)| name == series)
+            .map(|(_, value)| value)
+    }
+
+    #[test]
+    fn renders_every_family_with_labels() {
+        let metrics = Metrics::new();
+        metrics.request_started();
+        metrics.request_finished(
+            "tools/call",
+            Outcome::InputRequired,
+            Duration::from_millis(3),
+        );
+        metrics.rejection("state_tampered");
+        metrics.rejection("state_tampered");
+        metrics.round("tools/call");
+        metrics.call_finished(1);
+        metrics.set_paused(2);
+        metrics.pause_expired("ttl");
+        metrics.deprecation_warning("deprecated-sampling");
+        metrics.set_lanes(3, 1);
+        metrics.lane_started();
+        let text = metrics.render();
+        assert!(text.ends_with("# EOF\n"), "{text}");
+        let expect = [
+            (
+                "mcp_proxy_requests_total{method=\"tools/call\",outcome=\"input_required\"}",
+                1.0,
+            ),
+            (
+                "mcp_proxy_request_duration_seconds_count{method=\"tools/call\"}",
+                1.0,
+            ),
+            ("mcp_proxy_requests_in_flight", 0.0),
+            ("mcp_proxy_rejections_total{reason=\"state_tampered\"}", 2.0),
+            ("mcp_proxy_rounds_total{method=\"tools/call\"}", 1.0),
+            ("mcp_proxy_call_rounds_sum", 1.0),
+            ("mcp_proxy_paused_calls", 2.0),
+            ("mcp_proxy_pause_expiries_total{cause=\"ttl\"}", 1.0),
+            (
+                "mcp_proxy_deprecation_warnings_total{rule=\"deprecated-sampling\"}",
+                1.0,
+            ),
+            ("mcp_proxy_lanes_open", 3.0),
+            ("mcp_proxy_lanes_leased", 1.0),
+            ("mcp_proxy_lane_starts_total", 1.0),
+            ("mcp_proxy_lane_failures_total", 0.0),
+        ];
+        for (series, expected) in expect {
+            assert_eq!(value(&text, series), Some(expected), "{series} in\n{text}");
+        }
+    }
+
+    #[test]
+    fn validation_codes_have_reasons() {
+        assert_eq!(validation_reason(codes::HEADER_MISMATCH), "header_mismatch");
+        assert_eq!(validation_reason(codes::PARSE_ERROR), "parse_error");
+        assert_eq!(validation_reason(12345), "other");
+    }
+}

@@ -1,0 +1,197 @@
+//! Logging and tracing: a `tracing-subscriber` registry with a text or JSON formatter on stderr,
+//! an `EnvFilter` (`--log-level`, else `RUST_LOG`, else `info`), and — with the cargo feature
+//! `otel` and `--otlp-endpoint URL` — an OpenTelemetry layer exporting spans over OTLP/HTTP
+//! (protobuf) with a batch processor.
+//!
+//! Every front request runs in a `request` span ([`request_span`]) carrying the method, the
+//! JSON-RPC id, the front and the principal's digest label (never a credential); the engine's
+//! spans (`call`, lanes) nest under it.
+
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::Layer as _;
+
+use crate::front::FrontRequest;
+
+/// The `--log-format` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines (ANSI colours when stderr is a terminal)
+    #[default]
+    Text,
+    /// One JSON object per line, with the current span and its parents' fields
+    Json,
+}
+
+/// What [`init`] needs (from `config::Args`).
+#[derive(Debug, Clone, Default)]
+pub struct TelemetrySettings {
+    pub log_format: LogFormat,
+    /// An `EnvFilter` directive; `None`: `RUST_LOG`, else `info`.
+    pub log_level: Option<String>,
+    /// OTLP/HTTP endpoint: a base URL (`http://collector:4318`, `/v1/traces` is appended) or the
+    /// full traces URL.
+    pub otlp_endpoint: Option<String>,
+}
+
+/// Keeps the exporter alive; dropping it flushes and shuts the exporter down. Drop it outside
+/// the async runtime (the exporter's HTTP client is blocking).
+#[derive(Debug, Default)]
+pub struct TelemetryGuard {
+    #[cfg(feature = "otel")]
+    provider: Option<opentelemetry_sdk::trace::SdkTracerProvider>,
+}
+
+impl Drop for TelemetryGuard {
+    fn drop(&mut self) {
+        #[cfg(feature = "otel")]
+        if let Some(provider) = self.provider.take() {
+            if let Err(error) = provider.shutdown() {
+                eprintln!("warning: flushing the OpenTelemetry exporter failed: {error}");
+            }
+        }
+    }
+}
+
+type Base =
+    tracing_subscriber::layer::Layered<tracing_subscriber::EnvFilter, tracing_subscriber::Registry>;
+type BoxedLayer = Box<dyn tracing_subscriber::Layer<Base> + Send + Sync>;
+
+/// The span of one front request.
+pub fn request_span(request: &FrontRequest, front: &'static str) -> tracing::Span {
+    tracing::info_span!(
+        "request",
+        otel.name = %request.method,
+        otel.kind = "server",
+        method = %request.method,
+        request_id = %request.id,
+        principal = %request.principal.label(),
+        front,
+    )
+}
+
+/// Installs the global subscriber. Errors: a bad filter, `--otlp-endpoint` in a build without
+/// the `otel` feature, or an exporter that cannot be built.
+pub fn init(settings: &TelemetrySettings) -> anyhow::Result<TelemetryGuard> {
+    let filter = match &settings.log_level {
+        Some(level) => tracing_subscriber::EnvFilter::try_new(level)
+            .map_err(|error| anyhow::anyhow!("invalid --log-level `{level}`: {error}"))?,
+        None => tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+    };
+    let format: BoxedLayer = match settings.log_format {
+        LogFormat::Text => tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .boxed(),
+        LogFormat::Json => tracing_subscriber::fmt::layer()
+            .json()
+            .with_current_span(true)
+            .with_span_list(true)
+            .with_writer(std::io::stderr)
+            .boxed(),
+    };
+    #[allow(unused_mut)]
+    let mut layers = vec![format];
+    #[allow(unused_mut)]
+    let mut guard = TelemetryGuard::default();
+    if let Some(endpoint) = &settings.otlp_endpoint {
+        #[cfg(feature = "otel")]
+        {
+            let (layer, provider) = otel::layer(endpoint)?;
+            layers.push(layer);
+            guard.provider = Some(provider);
+        }
+        #[cfg(not(feature = "otel"))]
+        anyhow::bail!(
+            "--otlp-endpoint {endpoint}: this mcp-mrtr-proxy was built without OpenTelemetry \
+             support; rebuild it with `--features otel` (e.g. `cargo install mcp-mrtr-proxy \
+             --features otel`) or drop --otlp-endpoint"
+        );
+    }
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(layers)
+        .try_init()
+        .map_err(|error| anyhow::anyhow!("could not install the log subscriber: {error}"))?;
+    Ok(guard)
+}
+
+/// The traces URL for an `--otlp-endpoint` value: a base URL gets `/v1/traces` appended.
+pub fn traces_url(endpoint: &str) -> String {
+    let trimmed = endpoint.trim_end_matches('/');
+    if trimmed.ends_with("/v1/traces") {
+        trimmed.to_owned()
+    } else {
+        format!("{trimmed}/v1/traces")
+    }
+}
+
+#[cfg(feature = "otel")]
+mod otel {
+    use anyhow::Context as _;
+    use opentelemetry::trace::TracerProvider as _;
+    use opentelemetry_otlp::{Protocol, WithExportConfig as _};
+
+    use super::{Base, BoxedLayer};
+
+    pub(super) fn layer(
+        endpoint: &str,
+    ) -> anyhow::Result<(BoxedLayer, opentelemetry_sdk::trace::SdkTracerProvider)> {
+        let url = super::traces_url(endpoint);
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            anyhow::bail!("--otlp-endpoint {endpoint}: expected an http:// or https:// URL");
+        }
+        let exporter = opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .with_protocol(Protocol::HttpBinary)
+            .with_endpoint(url.clone())
+            .build()
+            .with_context(|| format!("could not build the OTLP exporter for {url}"))?;
+        let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+            .with_batch_exporter(exporter)
+            .with_resource(
+                opentelemetry_sdk::Resource::builder()
+                    .with_service_name("mcp-mrtr-proxy")
+                    .build(),
+            )
+            .build();
+        let tracer = provider.tracer("mcp-mrtr-proxy");
+        let layer: BoxedLayer =
+            Box::new(tracing_opentelemetry::layer::<Base>().with_tracer(tracer));
+        Ok((layer, provider))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn traces_urls() {
+        assert_eq!(
+            traces_url("http://127.0.0.1:4318"),
+            "http://127.0.0.1:4318/v1/traces"
+        );
+        assert_eq!(
+            traces_url("http://127.0.0.1:4318/"),
+            "http://127.0.0.1:4318/v1/traces"
+        );
+        assert_eq!(
+            traces_url("http://c:4318/v1/traces"),
+            "http://c:4318/v1/traces"
+        );
+    }
+
+    #[cfg(not(feature = "otel"))]
+    #[test]
+    fn otlp_without_the_feature_is_a_clear_error() {
+        let error = init(&TelemetrySettings {
+            otlp_endpoint: Some("http://127.0.0.1:4318".into()),
+            ..TelemetrySettings::default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains("--features otel"), "{error}");
+    }
+}
