@@ -294,6 +294,34 @@ mod tests {
         }
     }
 
+    /// Found by the `legacy_messages` fuzz target: a long number literal was parsed one ulp off,
+    /// so the message the proxy re-serialised carried another number than the one received.
+    #[test]
+    fn long_number_literals_pass_through_unchanged() {
+        let digits = "3".repeat(121);
+        for (literal, exact) in [
+            (digits.as_str(), 3.333_333_333_333_333e120_f64),
+            ("3.333333333333333e+120", 3.333_333_333_333_333e120),
+            ("0.30000000000000004441", 0.300_000_000_000_000_04),
+            ("1.7976931348623157e308", f64::MAX),
+        ] {
+            let text = format!(
+                r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{literal}}}}}"#
+            );
+            let message = Message::parse(text.as_bytes()).unwrap();
+            let Message::Notification {
+                params: Some(params),
+                ..
+            } = &message
+            else {
+                panic!("{message:?}");
+            };
+            assert_eq!(params["requestId"].as_f64(), Some(exact), "{literal}");
+            let again = Message::parse(message.to_line().as_bytes()).unwrap();
+            assert_eq!(again, message, "{literal}");
+        }
+    }
+
     #[test]
     fn malformed_messages_are_rejected_with_the_right_code() {
         let cases = [

@@ -11,7 +11,8 @@
 //! - [`jsonrpc`]: JSON-RPC messages and error codes;
 //! - [`config`]: flags and the TOML config file;
 //! - [`metrics`]: Prometheus metrics (`GET /metrics`);
-//! - [`telemetry`]: logs (text/JSON) and the optional OpenTelemetry exporter.
+//! - [`telemetry`]: logs (text/JSON) and the optional OpenTelemetry exporter;
+//! - `fuzzing` (hidden): entry points for the fuzz targets in `fuzz/`, not a stable API.
 
 #![forbid(unsafe_code)]
 
@@ -20,6 +21,8 @@ pub mod capabilities;
 pub mod config;
 pub mod engine;
 pub mod front;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod jsonrpc;
 pub mod limits;
 pub mod metrics;

@@ -456,9 +456,15 @@ impl Sealer {
     /// [`TYPICAL_STATE_LEN`] characters for the three MRTR methods; another method adds its name
     /// (a method over ~2,900 bytes would give a state [`open`](Self::open) refuses as too long).
     pub fn seal(&self, claims: &Claims) -> String {
-        let plaintext = encode_claims(claims);
         let mut nonce = [0u8; NONCE_LEN];
         OsRng.fill_bytes(&mut nonce);
+        self.seal_with_nonce(claims, nonce)
+    }
+
+    /// [`seal`](Self::seal) with a given nonce, so that a fuzz target can reproduce a state.
+    /// Never for real states: a nonce must not be used twice under one key.
+    pub(crate) fn seal_with_nonce(&self, claims: &Claims, nonce: [u8; NONCE_LEN]) -> String {
+        let plaintext = encode_claims(claims);
         let ciphertext = self
             .aead
             .encrypt(
@@ -1189,6 +1195,42 @@ mod tests {
         assert!(now > 1_700_000_000_000 && now < 4_000_000_000_000, "{now}");
     }
 
+    /// The `mrs1` wire format pinned: states outlive the process (and a proxy upgrade), so the
+    /// same key, nonce and claims must keep giving the same text. These are also the seeds of the
+    /// `request_state_open` fuzz target (`fuzz/corpus/request_state_open/`, key `0x42` × 32).
+    #[test]
+    fn sealed_state_known_answers() {
+        let sealer = Sealer::new(&key(0x42));
+        let cases = [
+            (
+                Claims {
+                    expires_at_ms: 4_000_000_000_000,
+                    ..claims()
+                },
+                KAT_TOOLS_CALL,
+            ),
+            (
+                Claims {
+                    method: "completion/complete".to_owned(),
+                    principal: Principal::anonymous(),
+                    round: 7,
+                    expires_at_ms: u64::MAX,
+                    ..claims()
+                },
+                KAT_OTHER_METHOD,
+            ),
+        ];
+        for (claims, expected) in cases {
+            let state = sealer.seal_with_nonce(&claims, [0x24; NONCE_LEN]);
+            assert_eq!(state, expected);
+            assert_eq!(sealer.open(expected, NOW), Ok(claims));
+        }
+    }
+
+    const KAT_TOOLS_CALL: &str = "mrs1.JCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkpPV8zsWP5w0JhJSRpSOmYZmnRGF9wROFOshWcd542CNk26Nx3hdOG809QtvPI2md1mdd-bych0Pk3fPaXepWhFsmY0xCzdsM9xKMiEX7Yln9m3DApzhup6Dtp7CXiUDb5tecm3EcZpgLs_va6w";
+    const KAT_OTHER_METHOD: &str =
+        "mrs1.JCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkpfV8zsWP5w0JhJSRpSOmYZmNPVHmJW8rpM-RPZZd9LZjQgL8jD_-k4ohp_8gb1zN-mdd-bych0Pk3fPaXepWhFsmY0xCzdsM9xKMiEX7Yln9m3DAoceRW_xAzA9oexZJpQdSCAu-yCox-30qwKsRfqotahPpOk4pn3IbR3JoHsg";
+
     fn arb_claims() -> impl Strategy<Value = Claims> {
         (
             any::<[u8; 16]>(),
@@ -1269,6 +1311,72 @@ mod tests {
             raw[at] ^= mask;
             let tampered = format!("mrs1.{}", URL_SAFE_NO_PAD.encode(&raw));
             prop_assert_eq!(sealer.open(&tampered, 0), Err(StateError::Forged));
+        }
+
+        /// Any single-byte change of the state *text* (replacement, insertion, deletion) fails
+        /// to open, whatever the claims: non-canonical base64 included, and before any binding
+        /// or expiry check.
+        #[test]
+        fn prop_any_single_byte_change_of_the_text_is_rejected(
+            claims in arb_claims(),
+            index in any::<prop::sample::Index>(),
+            byte in any::<u8>(),
+            edit in 0u8..3,
+        ) {
+            let sealer = Sealer::new(&key(1));
+            let state = sealer.seal(&claims);
+            let mut bytes = state.clone().into_bytes();
+            let at = index.index(bytes.len());
+            match edit {
+                0 => bytes[at] = byte,
+                1 => bytes.insert(at, byte),
+                _ => { bytes.remove(at); }
+            }
+            let edited = String::from_utf8_lossy(&bytes);
+            prop_assume!(edited != state);
+            let now = claims.expires_at_ms - 1;
+            for result in [
+                sealer.open(&edited, now),
+                sealer.open_for(&edited, now, &claims.principal, &claims.method, &claims.params_digest),
+            ] {
+                prop_assert!(matches!(result, Err(StateError::Malformed | StateError::Forged)), "{:?}", result);
+            }
+        }
+
+        /// `open_for` over arbitrary claims and arbitrary presented bindings and times: the first
+        /// mismatch in the order principal, method, params, expiry is the error; all matching and
+        /// unexpired is the claims.
+        #[test]
+        fn prop_bindings_and_expiry_are_enforced(
+            claims in arb_claims(),
+            other_principal in any::<[u8; 32]>(),
+            other_method in ".{0,20}",
+            other_digest in any::<[u8; 32]>(),
+            use_other in any::<[bool; 3]>(),
+            now in prop_oneof![any::<u64>(), Just(0u64)],
+        ) {
+            let sealer = Sealer::new(&key(3));
+            let state = sealer.seal(&claims);
+            let principal = if use_other[0] { Principal(other_principal) } else { claims.principal.clone() };
+            let method = if use_other[1] { other_method } else { claims.method.clone() };
+            let digest = if use_other[2] { other_digest } else { claims.params_digest };
+            let expected = if principal != claims.principal {
+                Err(StateError::WrongPrincipal)
+            } else if method != claims.method {
+                Err(StateError::WrongMethod)
+            } else if digest != claims.params_digest {
+                Err(StateError::WrongParams)
+            } else if now >= claims.expires_at_ms {
+                Err(StateError::Expired)
+            } else {
+                Ok(claims.clone())
+            };
+            prop_assert_eq!(sealer.open_for(&state, now, &principal, &method, &digest), expected);
+            // `open` checks the expiry alone.
+            let expected = if now >= claims.expires_at_ms { Err(StateError::Expired) } else { Ok(claims.clone()) };
+            prop_assert_eq!(sealer.open(&state, now), expected);
+            // Under another key nothing opens.
+            prop_assert_eq!(Sealer::new(&key(4)).open(&state, now), Err(StateError::Forged));
         }
     }
 }

@@ -788,27 +788,7 @@ impl HttpShared {
     }
 
     fn process_bytes(&self, bytes: &[u8]) {
-        let bytes = bytes.trim_ascii();
-        if bytes.is_empty() {
-            return;
-        }
-        match Message::parse_batch(bytes) {
-            Ok(messages) => {
-                for message in messages {
-                    match message {
-                        Ok(message) => self.core.handle(message),
-                        Err(error) => {
-                            tracing::warn!(%error, "skipping an invalid message from the legacy server")
-                        }
-                    }
-                }
-            }
-            Err(error) => tracing::warn!(
-                %error,
-                bytes = bytes.len(),
-                "skipping a body that is not JSON-RPC"
-            ),
-        }
+        self.core.handle_bytes(bytes, "http response");
     }
 
     /// POSTs a response or notification; the server should answer 202.

@@ -405,6 +405,44 @@ impl LaneCore {
         self.send_detached(Message::response(id, outcome));
     }
 
+    /// Routes everything in one unit of legacy output (an HTTP response body, the data of an SSE
+    /// `message` event, a line of a child's stdout): one message or a (2025-03-26) batch.
+    /// Surrounding ASCII whitespace is ignored; output that is not JSON-RPC, and invalid entries
+    /// of a batch, are logged and skipped. `source` names the unit in those logs. Returns how
+    /// many messages were routed.
+    pub fn handle_bytes(self: &Arc<Self>, bytes: &[u8], source: &'static str) -> usize {
+        let bytes = bytes.trim_ascii();
+        if bytes.is_empty() {
+            return 0;
+        }
+        match Message::parse_batch(bytes) {
+            Ok(messages) => {
+                let mut routed = 0;
+                for message in messages {
+                    match message {
+                        Ok(message) => {
+                            self.handle(message);
+                            routed += 1;
+                        }
+                        Err(error) => {
+                            tracing::warn!(%error, source, "skipping an invalid message from the legacy server")
+                        }
+                    }
+                }
+                routed
+            }
+            Err(error) => {
+                tracing::warn!(
+                    %error,
+                    bytes = bytes.len(),
+                    source,
+                    "skipping legacy server output that is not JSON-RPC"
+                );
+                0
+            }
+        }
+    }
+
     /// Routes one message the legacy server sent.
     pub fn handle(self: &Arc<Self>, message: Message) {
         match message {

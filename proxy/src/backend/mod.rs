@@ -37,8 +37,8 @@ use crate::jsonrpc::ErrorObject;
 use self::lane_core::LaneCore;
 
 pub mod http;
-mod lane_core;
-mod sse;
+pub(crate) mod lane_core;
+pub(crate) mod sse;
 pub mod stdio;
 
 /// How to reach the legacy server.

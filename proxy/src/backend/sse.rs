@@ -8,7 +8,7 @@
 
 /// One complete SSE event.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct SseEvent {
+pub struct SseEvent {
     /// The `event:` field, `message` when absent.
     pub event: String,
     pub data: String,
@@ -16,7 +16,7 @@ pub(crate) struct SseEvent {
 
 /// Incremental SSE parser: feed it body chunks as they arrive.
 #[derive(Debug, Default)]
-pub(crate) struct SseParser {
+pub struct SseParser {
     /// Bytes of an unfinished line.
     line: Vec<u8>,
     /// The previous chunk ended with CR: a LF at the start of the next one belongs to it.

@@ -327,25 +327,5 @@ impl StdioLane {
 
 /// One line of the child's stdout: a message or (2025-03-26) a batch.
 fn handle_line(core: &Arc<LaneCore>, line: &[u8]) {
-    let line = line.trim_ascii();
-    if line.is_empty() {
-        return;
-    }
-    match crate::jsonrpc::Message::parse_batch(line) {
-        Ok(messages) => {
-            for message in messages {
-                match message {
-                    Ok(message) => core.handle(message),
-                    Err(error) => {
-                        tracing::warn!(%error, "skipping an invalid message from the child")
-                    }
-                }
-            }
-        }
-        Err(error) => tracing::warn!(
-            %error,
-            bytes = line.len(),
-            "skipping a line of the child's stdout that is not JSON-RPC"
-        ),
-    }
+    core.handle_bytes(line, "stdout line");
 }

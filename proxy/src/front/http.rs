@@ -331,18 +331,8 @@ impl Front {
                 ));
             }
         };
-        let message = match Message::parse(&bytes) {
-            Ok(message) => message,
-            Err(error) => {
-                let rejection = Rejection::unreadable(&error);
-                crate::metrics::global()
-                    .rejection(crate::metrics::validation_reason(rejection.error.code));
-                return rejection_response(&rejection);
-            }
-        };
-        let principal = principal_of(&parts.headers);
-        match validate::validate(&message, Some(&parts.headers), principal) {
-            Err(rejection) => {
+        match decide_post(&parts.headers, &bytes) {
+            PostDecision::Reject(rejection) => {
                 crate::metrics::global()
                     .rejection(crate::metrics::validation_reason(rejection.error.code));
                 tracing::debug!(
@@ -354,10 +344,11 @@ impl Front {
             }
             // On HTTP, closing the response stream is the cancellation; a notification POST has
             // nothing else to do.
-            Ok(Validated::Cancelled { .. } | Validated::OtherNotification { .. }) => {
-                empty_response(StatusCode::ACCEPTED)
-            }
-            Ok(Validated::Request(request)) => {
+            PostDecision::Accepted => empty_response(StatusCode::ACCEPTED),
+            PostDecision::Dispatch {
+                request,
+                sse_allowed,
+            } => {
                 // Decided before the handler runs, so before any SSE byte.
                 let Some(permit) = self.gate.try_enter() else {
                     crate::metrics::global().rejection("limit_concurrent_requests");
@@ -367,8 +358,7 @@ impl Front {
                     );
                     return overloaded(&request.id, &self.gate);
                 };
-                self.dispatch(request, accepts_event_stream(&parts.headers), permit)
-                    .await
+                self.dispatch(request, sse_allowed, permit).await
             }
         }
     }
@@ -420,6 +410,42 @@ impl Front {
                 }
             }
         }
+    }
+}
+
+/// What the front does with a POST once its body is read.
+#[derive(Debug)]
+pub enum PostDecision {
+    /// Answer with this error as a plain JSON response (its status, no SSE).
+    Reject(Rejection),
+    /// A notification: `202 Accepted`, nothing else.
+    Accepted,
+    /// Hand the request to the handler; `sse_allowed` when the client takes
+    /// `text/event-stream`.
+    Dispatch {
+        request: FrontRequest,
+        sse_allowed: bool,
+    },
+}
+
+/// Everything [`serve`] decides about a POST from its headers and body bytes alone (after the
+/// `Origin` check and the body size limit): parse one JSON-RPC message (no batches), derive the
+/// principal from `Authorization`, validate ([`validate::validate`]), and pick the response mode.
+/// Pure and synchronous; the fuzz target `front_request` drives it.
+pub fn decide_post(headers: &HeaderMap, body: &[u8]) -> PostDecision {
+    let message = match Message::parse(body) {
+        Ok(message) => message,
+        Err(error) => return PostDecision::Reject(Rejection::unreadable(&error)),
+    };
+    match validate::validate(&message, Some(headers), principal_of(headers)) {
+        Err(rejection) => PostDecision::Reject(rejection),
+        Ok(Validated::Cancelled { .. } | Validated::OtherNotification { .. }) => {
+            PostDecision::Accepted
+        }
+        Ok(Validated::Request(request)) => PostDecision::Dispatch {
+            request,
+            sse_allowed: accepts_event_stream(headers),
+        },
     }
 }
 

@@ -26,7 +26,7 @@ use tracing::Instrument as _;
 use super::http::{handler_gone, start_handler};
 use super::validate::{self, error_response, Rejection, Validated};
 use super::{Handler, Outgoing, Principal, ResponseSink, SINK_CAPACITY};
-use crate::jsonrpc::{codes, ErrorObject, Message};
+use crate::jsonrpc::{codes, ErrorObject, Message, ParseError};
 
 /// Longer lines are refused (`-32600`) and skipped.
 pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
@@ -72,11 +72,10 @@ where
                 ),
             )),
             Ok(Line::Complete) => {
-                let text = buffer.strip_suffix(b"\r").unwrap_or(&buffer);
-                if text.iter().all(u8::is_ascii_whitespace) {
+                let Some(parsed) = parse_line(&buffer) else {
                     continue;
-                }
-                match Message::parse(text) {
+                };
+                match parsed {
                     Err(error) => {
                         let rejection = Rejection::unreadable(&error);
                         crate::metrics::global()
@@ -317,7 +316,17 @@ where
     result
 }
 
-enum Line {
+/// One complete line (without its `\n`) as a message: a trailing `\r` is dropped, a blank line
+/// is `None` (skipped), anything else is parsed as exactly one JSON-RPC message.
+pub(crate) fn parse_line(line: &[u8]) -> Option<Result<Message, ParseError>> {
+    let text = line.strip_suffix(b"\r").unwrap_or(line);
+    if text.iter().all(u8::is_ascii_whitespace) {
+        return None;
+    }
+    Some(Message::parse(text))
+}
+
+pub(crate) enum Line {
     /// `buffer` holds the line, without its `\n`.
     Complete,
     /// The line exceeded the limit; it was skipped up to its `\n`.
@@ -327,7 +336,11 @@ enum Line {
 
 /// Reads one `\n`-terminated line (or the last, unterminated one) into `buffer`, keeping at most
 /// `max` bytes in memory.
-async fn read_line<R>(reader: &mut R, buffer: &mut Vec<u8>, max: usize) -> std::io::Result<Line>
+pub(crate) async fn read_line<R>(
+    reader: &mut R,
+    buffer: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Line>
 where
     R: AsyncBufRead + Unpin,
 {
