@@ -24,6 +24,7 @@ fn context() -> CrateContext {
     CrateContext {
         sdk_names: vec!["rmcp".into(), "legacy_rmcp".into()],
         depends_on_sdk: true,
+        ..CrateContext::default()
     }
 }
 
