@@ -280,6 +280,9 @@ impl Config {
                 }
             }
         }
+        // One base per layer is enough: each base is tried with the whole set.
+        bases.sort();
+        bases.dedup();
         let package_bases = packages
             .iter()
             .map(|package| absolute_dir(&cwd, &package.base))
