@@ -312,7 +312,9 @@ fn load_config(
     package_dirs.sort();
     package_dirs.dedup();
     for dir in package_dirs {
-        if let Some(layer) = Layer::from_manifest(&dir.join("Cargo.toml"), false)? {
+        let manifest = dir.join("Cargo.toml");
+        let text = targets.manifest_texts.get(&manifest).map(String::as_str);
+        if let Some(layer) = Layer::from_manifest_text(&manifest, text, false)? {
             packages.push(layer);
         }
     }

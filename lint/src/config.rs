@@ -118,7 +118,22 @@ impl Layer {
     /// Reads `[workspace.metadata.mcp-lint]` (when `workspace`) or `[package.metadata.mcp-lint]`.
     /// `None` when the manifest has no such table.
     pub fn from_manifest(path: &Path, workspace: bool) -> Result<Option<Layer>, Box<ConfigError>> {
-        let (file, _) = read(path)?;
+        Layer::from_manifest_text(path, None, workspace)
+    }
+
+    /// [`Layer::from_manifest`] with the manifest's text when it was read already.
+    pub fn from_manifest_text(
+        path: &Path,
+        text: Option<&str>,
+        workspace: bool,
+    ) -> Result<Option<Layer>, Box<ConfigError>> {
+        if text.is_some_and(|text| !text.contains("mcp-lint")) {
+            return Ok(None);
+        }
+        let file = match text {
+            Some(text) => SourceFile::new(path.to_path_buf(), text.to_owned()),
+            None => read(path)?.0,
+        };
         if !file.text.contains("mcp-lint") {
             return Ok(None);
         }
@@ -241,11 +256,18 @@ pub struct Config {
     packages: Vec<Layer>,
     cli: Vec<(RuleId, Level)>,
     excludes: Option<GlobSet>,
+    /// The absolute directory of the layer of each exclude pattern.
     exclude_bases: Vec<PathBuf>,
+    /// The absolute directory of each package layer.
+    package_bases: Vec<PathBuf>,
+    /// The working directory, taken once: relative paths are made absolute against it without a
+    /// `getcwd` per file.
+    cwd: PathBuf,
 }
 
 impl Config {
     pub fn new(root: Option<Layer>, packages: Vec<Layer>, cli: Vec<(RuleId, Level)>) -> Self {
+        let cwd = std::env::current_dir().unwrap_or_default();
         let mut builder = GlobSetBuilder::new();
         let mut bases = Vec::new();
         let mut any = false;
@@ -253,17 +275,26 @@ impl Config {
             for pattern in &layer.excludes {
                 if let Ok(glob) = Glob::new(pattern) {
                     builder.add(glob);
-                    bases.push(layer.base.clone());
+                    bases.push(absolute_dir(&cwd, &layer.base));
                     any = true;
                 }
             }
         }
+        // One base per layer is enough: each base is tried with the whole set.
+        bases.sort();
+        bases.dedup();
+        let package_bases = packages
+            .iter()
+            .map(|package| absolute_dir(&cwd, &package.base))
+            .collect();
         Config {
             root,
             packages,
             cli,
             excludes: any.then(|| builder.build().ok()).flatten(),
             exclude_bases: bases,
+            package_bases,
+            cwd,
         }
     }
 
@@ -273,11 +304,10 @@ impl Config {
         let Some(set) = &self.excludes else {
             return false;
         };
-        let absolute = absolute(path);
-        set.matches(&absolute).iter().any(|_| true)
+        let absolute = absolute(&self.cwd, path);
+        set.is_match(&absolute)
             || self.exclude_bases.iter().any(|base| {
-                let base = absolute_dir(base);
-                absolute.strip_prefix(&base).is_ok_and(|relative| {
+                absolute.strip_prefix(base).is_ok_and(|relative| {
                     relative
                         .ancestors()
                         .filter(|ancestor| !ancestor.as_os_str().is_empty())
@@ -292,9 +322,9 @@ impl Config {
         if let Some(root) = &self.root {
             level = last_level(&root.levels, rule).or(level);
         }
-        let absolute = absolute(path);
-        for package in &self.packages {
-            if absolute.starts_with(absolute_dir(&package.base)) {
+        let absolute = absolute(&self.cwd, path);
+        for (package, base) in self.packages.iter().zip(&self.package_bases) {
+            if absolute.starts_with(base) {
                 level = last_level(&package.levels, rule).or(level);
             }
         }
@@ -316,15 +346,24 @@ fn last_level(levels: &[(RuleId, Level)], rule: RuleId) -> Option<Level> {
         .map(|(_, level)| *level)
 }
 
-fn absolute(path: &Path) -> PathBuf {
+/// `std::path::absolute` against a working directory taken once (it calls `getcwd` for every
+/// relative path otherwise).
+fn absolute(cwd: &Path, path: &Path) -> PathBuf {
+    let joined;
+    let path = if path.is_relative() && !cwd.as_os_str().is_empty() {
+        joined = cwd.join(path);
+        &joined
+    } else {
+        path
+    };
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-fn absolute_dir(path: &Path) -> PathBuf {
+fn absolute_dir(cwd: &Path, path: &Path) -> PathBuf {
     if path.as_os_str().is_empty() {
-        absolute(Path::new("."))
+        absolute(cwd, Path::new("."))
     } else {
-        absolute(path)
+        absolute(cwd, path)
     }
 }
 

@@ -38,41 +38,70 @@ pub struct Outcome {
 }
 
 /// Lints `targets` under `config`. `use_prefilter: false` parses every file (for measurements).
+///
+/// Two parallel passes: the first reads every file and runs the pre-filter (cheap, and balanced
+/// by rayon whatever the order); the second parses the few files that pass, largest first, handed
+/// out one at a time, so that a crate full of matching files does not end up on one worker.
 pub fn lint(targets: &Targets, config: &Config, use_prefilter: bool) -> Outcome {
     let cwd = std::env::current_dir().unwrap_or_default();
-    let mut index = CrateIndex::default();
-    let rust_jobs: Vec<(PathBuf, Arc<rust::CrateContext>)> = targets
+    // One manifest lookup per directory, from the texts the walk read.
+    let mut index = CrateIndex::with_texts(&targets.manifest_texts);
+    let contexts: Vec<Arc<rust::CrateContext>> = targets
         .rust_files
         .iter()
-        .filter(|path| !targets.is_excluded(path, config))
-        .map(|path| (path.clone(), index.context_for(path)))
-        .collect();
-    let manifests: Vec<&PathBuf> = targets
-        .manifests
-        .iter()
-        .filter(|path| !targets.is_excluded(path, config))
+        .map(|path| index.context_for(path))
         .collect();
 
-    let rust_results: Vec<FileResult> = rust_jobs
-        .par_iter()
-        .map(|(path, context)| {
-            lint_rust(
-                path,
-                &display_path(path, &cwd),
-                context,
-                config,
-                use_prefilter,
-            )
-        })
-        .collect();
-    let manifest_results: Vec<FileResult> = manifests
-        .par_iter()
-        .map(|path| lint_manifest(path, &display_path(path, &cwd), config, use_prefilter))
-        .collect();
+    let (first_pass, manifest_results) = rayon::join(
+        || {
+            targets
+                .rust_files
+                .par_iter()
+                .zip(&contexts)
+                .map(|(path, context)| {
+                    if targets.is_excluded(path, config) {
+                        return Pass::Excluded;
+                    }
+                    read_and_filter(path, context, &cwd, config, use_prefilter)
+                })
+                .collect::<Vec<Pass>>()
+        },
+        || {
+            targets
+                .manifests
+                .par_iter()
+                .filter(|path| !targets.is_excluded(path, config))
+                .map(|path| {
+                    let text = targets.manifest_texts.get(path.as_path());
+                    lint_manifest(path, text, &display_path(path, &cwd), config, use_prefilter)
+                })
+                .collect::<Vec<FileResult>>()
+        },
+    );
 
     let mut outcome = Outcome::default();
-    outcome.summary.files_scanned = rust_jobs.len() + manifests.len();
-    for result in rust_results.into_iter().chain(manifest_results) {
+    let mut survivors = Vec::new();
+    let mut results = manifest_results;
+    outcome.summary.files_scanned = results.len();
+    for ((path, context), pass) in targets.rust_files.iter().zip(&contexts).zip(first_pass) {
+        match pass {
+            Pass::Excluded => continue,
+            Pass::Done(result) => results.push(result),
+            Pass::Parse(text) => survivors.push((path, context, text)),
+        }
+        outcome.summary.files_scanned += 1;
+    }
+    // Largest first, one file per job: the big files start early and the small ones fill in.
+    survivors.sort_by_key(|(_, _, text)| std::cmp::Reverse(text.len()));
+    let parsed: Vec<FileResult> = survivors
+        .into_par_iter()
+        .with_max_len(1)
+        .map(|(path, context, text)| {
+            lint_rust(path, &display_path(path, &cwd), context, text, config)
+        })
+        .collect();
+
+    for result in results.into_iter().chain(parsed) {
         outcome.summary.files_skipped_by_prefilter += usize::from(result.skipped);
         outcome.summary.suppressed += result.suppressed;
         outcome.diagnostics.extend(result.diagnostics);
@@ -91,47 +120,91 @@ struct FileResult {
     skipped: bool,
 }
 
+/// What the first pass decided about a Rust file.
+enum Pass {
+    /// An exclude matches it: not counted, not read.
+    Excluded,
+    /// Settled without parsing: skipped by the pre-filter, or unreadable.
+    Done(FileResult),
+    /// Its text, for the second pass.
+    Parse(String),
+}
+
+fn read_and_filter(
+    path: &Path,
+    context: &rust::CrateContext,
+    cwd: &Path,
+    config: &Config,
+    use_prefilter: bool,
+) -> Pass {
+    thread_local! {
+        /// One read buffer per thread: most files are dropped after the pre-filter, and only
+        /// those that pass are copied out.
+        static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    BUFFER.with_borrow_mut(|buffer| {
+        buffer.clear();
+        let read = std::fs::File::open(path).and_then(|mut file| {
+            use std::io::Read;
+            file.read_to_end(buffer)
+        });
+        if let Err(error) = read {
+            let display = display_path(path, cwd);
+            return Pass::Done(unreadable(&display, &error.to_string(), config));
+        }
+        let skipped = Pass::Done(FileResult {
+            skipped: true,
+            ..FileResult::default()
+        });
+        if use_prefilter && !prefilter::may_match(buffer, context.depends_on_sdk) {
+            return skipped;
+        }
+        let Ok(text) = std::str::from_utf8(buffer) else {
+            let display = display_path(path, cwd);
+            return Pass::Done(unreadable(&display, "the file is not valid UTF-8", config));
+        };
+        Pass::Parse(text.to_owned())
+    })
+}
+
 fn lint_rust(
     path: &Path,
     display: &Path,
     context: &rust::CrateContext,
+    text: String,
     config: &Config,
-    use_prefilter: bool,
 ) -> FileResult {
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(error) => return unreadable(display, &error.to_string(), config),
-    };
-    if use_prefilter && !prefilter::may_match(&bytes, context.depends_on_sdk) {
-        return FileResult {
-            skipped: true,
-            ..FileResult::default()
-        };
-    }
-    let text = match String::from_utf8(bytes) {
-        Ok(text) => text,
-        Err(_) => return unreadable(display, "the file is not valid UTF-8", config),
-    };
     let file = SourceFile::new(display.to_path_buf(), text);
     let diagnostics = rust::lint_file(&file, context);
     finish(&file, CommentStyle::Slashes, diagnostics, path, config)
 }
 
-fn lint_manifest(path: &Path, display: &Path, config: &Config, use_prefilter: bool) -> FileResult {
+fn lint_manifest(
+    path: &Path,
+    text: Option<&String>,
+    display: &Path,
+    config: &Config,
+    use_prefilter: bool,
+) -> FileResult {
     if use_prefilter {
         // Both manifest rules are about an rmcp dependency: a manifest that never names rmcp
         // (and carries no suppression comment) has nothing to report and is not parsed.
-        match std::fs::read(path) {
-            Ok(bytes) if !prefilter::manifest_may_match(&bytes) => {
-                return FileResult {
-                    skipped: true,
-                    ..FileResult::default()
-                };
-            }
-            _ => {}
+        let may_match = match text {
+            Some(text) => prefilter::manifest_may_match(text.as_bytes()),
+            None => std::fs::read(path).map_or(true, |bytes| prefilter::manifest_may_match(&bytes)),
+        };
+        if !may_match {
+            return FileResult {
+                skipped: true,
+                ..FileResult::default()
+            };
         }
     }
-    match manifest::Manifest::read(path, display.to_path_buf()) {
+    let manifest = match text {
+        Some(text) => manifest::Manifest::parse(path, display.to_path_buf(), text.clone()),
+        None => manifest::Manifest::read(path, display.to_path_buf()),
+    };
+    match manifest {
         Ok(manifest) => {
             let diagnostics = manifest.check();
             finish(

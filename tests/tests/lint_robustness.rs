@@ -24,6 +24,8 @@ fn context() -> CrateContext {
     CrateContext {
         sdk_names: vec!["rmcp".into(), "legacy_rmcp".into()],
         depends_on_sdk: true,
+        // A Rust 2015 crate: every file syn rejects also goes through the 2015 rewrites.
+        manifest: Some(workspace_root().join("tests/fixtures/lint/rust-2015/Cargo.toml")),
     }
 }
 

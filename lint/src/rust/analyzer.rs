@@ -902,16 +902,44 @@ fn pattern_idents(pat: &syn::Pat, out: &mut Vec<String>) {
     }
 }
 
-/// The string literal a match arm matches on (`"roots/list" => ..`), if any.
+/// The JSON-RPC method a match arm matches on (`"roots/list" => ..`), if any: a string literal
+/// pattern that looks like a method name (see [`is_method_name`]). Other string patterns (tool,
+/// prompt or resource names: `"multi_request" => ..` inside a `call_tool` helper) are not methods.
 fn arm_method_literal(pat: &syn::Pat) -> Option<String> {
     match pat {
         syn::Pat::Lit(syn::ExprLit {
             lit: syn::Lit::Str(lit),
             ..
-        }) => Some(lit.value()),
+        }) => Some(lit.value()).filter(|value| is_method_name(value)),
         syn::Pat::Or(or) => or.cases.iter().find_map(arm_method_literal),
         _ => None,
     }
+}
+
+/// Whether a string has the shape of an MCP JSON-RPC method: `initialize`, `ping`, or
+/// `segment/segment[/...]` with ASCII letters and `_` only (`tools/call`,
+/// `notifications/roots/list_changed`). Every method of every MCP revision has that shape,
+/// while tool names may not contain `/` (the spec's tool-name rule allows `A-Z a-z 0-9 _ - .`)
+/// and resource URIs contain `:`.
+fn is_method_name(value: &str) -> bool {
+    if matches!(value, "initialize" | "ping") {
+        return true;
+    }
+    let mut segments = value.split('/');
+    let first = segments.next().unwrap_or_default();
+    let valid = |segment: &str| {
+        !segment.is_empty()
+            && segment
+                .bytes()
+                .all(|b| b.is_ascii_alphabetic() || b == b'_')
+    };
+    let mut count = 1;
+    valid(first)
+        && segments.all(|segment| {
+            count += 1;
+            valid(segment)
+        })
+        && count > 1
 }
 
 /// Looks through a `requestState` expression for what made it: a sealing call or a binding that

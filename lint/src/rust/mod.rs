@@ -1,6 +1,7 @@
 //! The Rust front-end: parse with syn, resolve names through the file's `use` map, walk once.
 
 mod analyzer;
+pub mod edition2015;
 pub mod imports;
 pub mod macros;
 mod symbols;
@@ -8,6 +9,7 @@ pub mod words;
 
 pub use symbols::METHOD_NAMES;
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use mcp_migrate_rules::RuleId;
@@ -23,6 +25,8 @@ pub struct CrateContext {
     pub sdk_names: Vec<String>,
     /// The crate's manifest declares an rmcp dependency.
     pub depends_on_sdk: bool,
+    /// The crate's `Cargo.toml` (read again only when a file fails to parse, for its edition).
+    pub manifest: Option<PathBuf>,
 }
 
 /// Deeper delimiter nesting than this is not parsed: syn and the walk recurse once per level, and
@@ -44,11 +48,80 @@ pub fn lint_file(file: &Arc<SourceFile>, crate_context: &CrateContext) -> Vec<Di
             label: Some("too deep".into()),
         }];
     }
-    let syntax = match syn::parse_file(&file.text) {
-        Ok(syntax) => syntax,
-        Err(error) => return vec![syntax_error(file, &error)],
+    match syn::parse_file(&file.text) {
+        Ok(syntax) => lint_syntax(file, &syntax, crate_context),
+        Err(error) => {
+            let Some((migrated, rewritten, parsed)) = migrated_2015(file, crate_context) else {
+                return vec![syntax_error(file, &error)];
+            };
+            // Linted as the 2018 form of the file; the findings point into the file as it is.
+            let diagnostics = match parsed {
+                Ok(syntax) => lint_syntax(&rewritten, &syntax, crate_context),
+                // Broken in 2015 too: its own error, not the 2015-only syntax syn stopped at.
+                Err(error) => vec![syntax_error(&rewritten, &error)],
+            };
+            diagnostics
+                .into_iter()
+                .map(|mut diagnostic| {
+                    diagnostic.file = file.clone();
+                    diagnostic.span = ByteSpan::new(
+                        migrated.original_offset(diagnostic.span.start),
+                        migrated.original_offset(diagnostic.span.end),
+                    );
+                    diagnostic
+                })
+                .collect()
+        }
+    }
+}
+
+/// For a file of a Rust 2015 crate that syn cannot parse: the file with the 2015 → 2018
+/// rewrites of [`edition2015`] (when there is anything to rewrite), and what syn makes of it.
+fn migrated_2015(
+    file: &Arc<SourceFile>,
+    crate_context: &CrateContext,
+) -> Option<(
+    edition2015::Migrated,
+    Arc<SourceFile>,
+    Result<syn::File, syn::Error>,
+)> {
+    if !crate_context
+        .manifest
+        .as_deref()
+        .is_some_and(is_edition_2015)
+    {
+        return None;
+    }
+    let migrated = edition2015::migrate(&file.text)?;
+    let parsed = syn::parse_file(&migrated.text);
+    let rewritten = SourceFile::new(file.path.clone(), migrated.text.clone());
+    Some((migrated, rewritten, parsed))
+}
+
+/// Whether the package of this manifest is Rust 2015: `edition = "2015"`, or no `edition` at all
+/// (cargo's default). An inherited edition (`edition.workspace = true`) is not.
+pub fn is_edition_2015(manifest: &std::path::Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(manifest) else {
+        return false;
     };
-    let uses = UseMap::build(&syntax, crate_context.sdk_names.iter().map(String::as_str));
+    let Ok(table) = text.parse::<toml::Table>() else {
+        return false;
+    };
+    let Some(package) = table.get("package").and_then(toml::Value::as_table) else {
+        return false;
+    };
+    match package.get("edition") {
+        None => true,
+        Some(edition) => edition.as_str() == Some("2015"),
+    }
+}
+
+fn lint_syntax(
+    file: &Arc<SourceFile>,
+    syntax: &syn::File,
+    crate_context: &CrateContext,
+) -> Vec<Diagnostic> {
+    let uses = UseMap::build(syntax, crate_context.sdk_names.iter().map(String::as_str));
     let sdk_active = crate_context.depends_on_sdk
         || uses.imports_sdk()
         || crate_context
@@ -61,7 +134,7 @@ pub fn lint_file(file: &Arc<SourceFile>, crate_context: &CrateContext) -> Vec<Di
         uses: &uses,
         sdk_active,
     })
-    .run(&syntax)
+    .run(syntax)
 }
 
 fn syntax_error(file: &Arc<SourceFile>, error: &syn::Error) -> Diagnostic {
@@ -106,6 +179,71 @@ fn too_deep(text: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `(line, column, rule)` of each finding of `text` in a crate whose manifest is `manifest`.
+    fn findings_in_crate(manifest: &str, text: &str) -> Vec<(usize, usize, RuleId)> {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest_path = dir.path().join("Cargo.toml");
+        std::fs::write(&manifest_path, manifest).unwrap();
+        let context = CrateContext {
+            manifest: Some(manifest_path),
+            ..CrateContext::default()
+        };
+        let file = SourceFile::new("lib.rs".into(), text.to_owned());
+        lint_file(&file, &context)
+            .iter()
+            .map(|d| {
+                let (line, column) = file.line_column(d.span.start);
+                (line, column, d.rule)
+            })
+            .collect()
+    }
+
+    const RUST_2015: &str = "\
+trait Router { fn route(&self, &str) -> Value; }
+type Handler = Fn(&str) -> Value;
+fn route(method: &str) -> Value {
+    match method { \"tools/list\" => json!({ \"resultType\": \"input_required\" }), _ => json!({}) }
+}
+";
+
+    #[test]
+    fn rust_2015_syntax_is_linted_in_2015_crates_only() {
+        let finding = (4, 58, RuleId::InputRequiredOutsideMrtr);
+        for manifest in [
+            "[package]\nname = \"x\"\nversion = \"0.1.0\"\n",
+            "[package]\nname = \"x\"\nversion = \"0.1.0\"\nedition = \"2015\"\n",
+        ] {
+            assert_eq!(
+                findings_in_crate(manifest, RUST_2015),
+                vec![finding],
+                "{manifest}"
+            );
+        }
+        // Anonymous parameters are an error since 2018: the file stays unparsable there.
+        for manifest in [
+            "[package]\nname = \"x\"\nversion = \"0.1.0\"\nedition = \"2018\"\n",
+            "[package]\nname = \"x\"\nversion = \"0.1.0\"\nedition.workspace = true\n",
+            "[workspace]\n",
+            "not toml",
+        ] {
+            assert_eq!(
+                findings_in_crate(manifest, RUST_2015),
+                vec![(1, 36, RuleId::UnparsableFile)],
+                "{manifest}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_2015_file_broken_in_2015_too_reports_its_own_error() {
+        let manifest = "[package]\nname = \"x\"\nversion = \"0.1.0\"\n";
+        let text = "trait Sink { fn push(&mut self, u8); }\nfn f() { let async = 1 +; }\n";
+        assert_eq!(
+            findings_in_crate(manifest, text),
+            vec![(2, 25, RuleId::UnparsableFile)]
+        );
+    }
 
     #[test]
     fn nesting_limit_counts_real_delimiters_only() {
