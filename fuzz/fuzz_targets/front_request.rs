@@ -27,7 +27,8 @@ use mcp_mrtr_proxy::front::validate::{
 };
 use mcp_mrtr_proxy::front::{FrontRequest, Principal};
 use mcp_mrtr_proxy::fuzzing::{
-    decide_post, origin_allowed, stdio_lines, stdio_parse_line, PostDecision, StdioLine,
+    check_round_trip, decide_post, origin_allowed, stdio_lines, stdio_parse_line, PostDecision,
+    StdioLine,
 };
 use mcp_mrtr_proxy::jsonrpc::{codes, Message};
 use serde_json::Value;
@@ -187,20 +188,6 @@ fn same_request(request: &FrontRequest) -> String {
             ..request.clone()
         }
     )
-}
-
-fn check_round_trip(message: &Message) {
-    let line = message.to_line();
-    assert!(!line.contains('\n'), "{line}");
-    assert_eq!(
-        Message::parse(line.as_bytes()).as_ref(),
-        Ok(message),
-        "{line}"
-    );
-    assert_eq!(
-        Message::from_value(message.to_value()).as_ref(),
-        Ok(message)
-    );
 }
 
 fn check_outcome(

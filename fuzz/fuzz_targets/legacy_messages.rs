@@ -23,7 +23,7 @@ use std::collections::BTreeSet;
 
 use libfuzzer_sys::fuzz_target;
 use mcp_mrtr_proxy::backend::BackendEvent;
-use mcp_mrtr_proxy::fuzzing::{LegacyRouter, SseEvent, SseParser};
+use mcp_mrtr_proxy::fuzzing::{check_round_trip, LegacyRouter, SseEvent, SseParser};
 use mcp_mrtr_proxy::jsonrpc::{ErrorObject, Message};
 use serde_json::{json, Map, Value};
 
@@ -212,18 +212,4 @@ impl Checked {
         assert_eq!(completed, want_completed);
         assert_eq!(self.router.pending(), self.pending.len());
     }
-}
-
-fn check_round_trip(message: &Message) {
-    let line = message.to_line();
-    assert!(!line.contains('\n'), "{line}");
-    assert_eq!(
-        Message::parse(line.as_bytes()).as_ref(),
-        Ok(message),
-        "{line}"
-    );
-    assert_eq!(
-        Message::from_value(message.to_value()).as_ref(),
-        Ok(message)
-    );
 }

@@ -171,3 +171,19 @@ impl LegacyRouter {
 pub fn seal_with_nonce(sealer: &Sealer, claims: &Claims, nonce: [u8; 24]) -> String {
     sealer.seal_with_nonce(claims, nonce)
 }
+
+/// The invariant both message-reading targets check: an accepted message written as one line
+/// has no newline, and that line (and its `Value` form) parses back to the same message.
+pub fn check_round_trip(message: &Message) {
+    let line = message.to_line();
+    assert!(!line.contains('\n'), "{line}");
+    assert_eq!(
+        Message::parse(line.as_bytes()).as_ref(),
+        Ok(message),
+        "{line}"
+    );
+    assert_eq!(
+        Message::from_value(message.to_value()).as_ref(),
+        Ok(message)
+    );
+}

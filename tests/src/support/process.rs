@@ -174,50 +174,6 @@ impl LegacyHttpServer {
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
-
-    /// `GET /metrics`, checked to be OpenMetrics text and parsed into `series → value` (series
-    /// with labels as exposed, e.g. `mcp_proxy_rejections_total{reason="state_tampered"}`).
-    pub async fn metrics(&self) -> std::collections::BTreeMap<String, f64> {
-        let base = self
-            .url
-            .strip_suffix("/mcp")
-            .expect("the proxy URL ends with /mcp");
-        let response = reqwest::Client::builder()
-            .no_proxy()
-            .timeout(Duration::from_secs(10))
-            .build()
-            .expect("reqwest client")
-            .get(format!("{base}/metrics"))
-            .send()
-            .await
-            .expect("GET /metrics");
-        assert_eq!(response.status().as_u16(), 200);
-        let content_type = response.headers()["content-type"]
-            .to_str()
-            .unwrap()
-            .to_owned();
-        assert!(
-            content_type.starts_with("application/openmetrics-text"),
-            "{content_type}"
-        );
-        let text = response.text().await.expect("the /metrics body");
-        assert!(
-            text.ends_with("# EOF\n"),
-            "OpenMetrics text ends with # EOF:\n{text}"
-        );
-        text.lines()
-            .filter(|line| !line.starts_with('#') && !line.is_empty())
-            .map(|line| {
-                let (series, value) = line
-                    .rsplit_once(' ')
-                    .unwrap_or_else(|| panic!("bad line {line:?}"));
-                let value: f64 = value
-                    .parse()
-                    .unwrap_or_else(|_| panic!("bad value in {line:?}"));
-                (series.to_owned(), value)
-            })
-            .collect()
-    }
 }
 
 impl Drop for LegacyHttpServer {
