@@ -879,7 +879,7 @@ mod tests {
             store.claim(&resuming.pause_id, NOW).unwrap();
             store.flush().unwrap();
         }
-        let store = reopen(&path);
+        let store = crate::fuzzing::reopen_store(&path);
         assert_ne!(store.boot_id(), first_boot);
         // Even before the startup pass, a claim of a pre-restart pause is Lost.
         assert!(matches!(
@@ -948,7 +948,7 @@ mod tests {
             let mode = std::fs::metadata(&path).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o700, "{mode:o}");
         }
-        let store = reopen(&path);
+        let store = crate::fuzzing::reopen_store(&path);
         assert_eq!(store.state_key().unwrap().to_text(), first);
         // Another store has another key.
         let other = PauseStore::temporary().unwrap();
@@ -1033,7 +1033,7 @@ mod tests {
             store.flush().unwrap();
             rec
         };
-        let store = reopen(dir.path());
+        let store = crate::fuzzing::reopen_store(dir.path());
         // Not yet marked lost, but of an earlier boot: prunable.
         assert_eq!(store.prune(NOW).unwrap(), 0);
         assert_eq!(store.prune(NOW + 1).unwrap(), 1);
@@ -1264,23 +1264,6 @@ mod tests {
         }
     }
 
-    /// Reopens a store this process just dropped. sled's background flusher thread lets go of
-    /// the database's file lock a moment after the last handle is dropped, so an immediate
-    /// reopen can fail with `WouldBlock`; a new process (a real restart) never sees that.
-    fn reopen(dir: &Path) -> PauseStore {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        loop {
-            match PauseStore::open(dir) {
-                Ok(store) => return store,
-                Err(error) if std::time::Instant::now() < deadline => {
-                    let _ = error;
-                    std::thread::sleep(std::time::Duration::from_millis(10));
-                }
-                Err(error) => panic!("could not reopen the store: {error}"),
-            }
-        }
-    }
-
     proptest! {
         #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
@@ -1351,7 +1334,7 @@ mod tests {
                     Op::Restart => {
                         store.flush().unwrap();
                         drop(store);
-                        store = reopen(dir.path());
+                        store = crate::fuzzing::reopen_store(dir.path());
                         boot += 1;
                         let expected = model.values().filter(|r| r.status.is_live()).count();
                         prop_assert_eq!(store.mark_previous_boots_lost().unwrap(), expected);

@@ -403,7 +403,7 @@ impl World {
                 let old_boot_id = self.store.boot_id();
                 // Close the database (its lock) before opening it again.
                 self.store = PauseStore::temporary().unwrap();
-                self.store = PauseStore::open(self.dir.path()).unwrap();
+                self.store = mcp_mrtr_proxy::fuzzing::reopen_store(self.dir.path());
                 prop_assert_ne!(self.store.boot_id(), old_boot_id);
                 self.boot += 1;
                 self.sealer = Sealer::new(&self.store.state_key().unwrap());
