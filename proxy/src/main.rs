@@ -3,10 +3,9 @@
 
 use mcp_mrtr_proxy::config;
 
-/// Every proxied call allocates a few dozen small buffers (JSON values, headers, channels):
-/// mimalloc costs less per allocation than glibc's malloc (see bench/PROXY.md).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+// The system allocator, on purpose: with mimalloc the soak test's proxy settled 20 MiB above
+// its baseline (69.6 → 90.0 MiB in 45 s) against 4 MiB with glibc (49.3 → 53.6 MiB), same code
+// and load; a proxy that runs for months must give memory back. See bench/PROXY.md.
 
 fn main() -> std::process::ExitCode {
     let args = match config::load(std::env::args_os(), std::env::var_os(config::CONFIG_ENV)) {
