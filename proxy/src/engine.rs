@@ -22,7 +22,7 @@ use tracing::{debug, info, warn, Instrument};
 use crate::backend::{BackendError, BackendEvent, LanePool, Lease, PendingCall};
 use crate::capabilities::CapabilityProfile;
 use crate::front::{FrontRequest, Handler, ResponseSink};
-use crate::jsonrpc::{codes, ErrorObject, Message};
+use crate::jsonrpc::{codes, ErrorObject, Message, RawResult, Reply};
 use crate::limits::{self, CallLimits, StoreHealth};
 use crate::state::{now_ms, params_digest, Claims, PauseId, Sealer};
 use crate::store::{ClaimError, PauseRecord, PauseStatus, PauseStore};
@@ -132,7 +132,7 @@ impl std::fmt::Debug for LiveCall {
 /// Where pumping a legacy call stopped.
 enum Step {
     /// The legacy call answered: this is the front response.
-    Finished(Result<Value, ErrorObject>),
+    Finished(Result<Reply, ErrorObject>),
     /// The legacy call waits for input: park it and answer `input_required`.
     Pause,
     /// The front request ends without the legacy call: answer with the error, if the client is
@@ -437,9 +437,9 @@ impl Engine {
         }
         .await;
         let outcome = outcome
-            .map(|result| decorate_result(&method, result))
+            .and_then(|result| decorate_reply(&method, result))
             .map_err(translate_error);
-        sink.finish(request.id, outcome).await;
+        sink.finish_reply(request.id, outcome).await;
     }
 
     async fn correlatable(
@@ -700,7 +700,7 @@ impl Engine {
         match step {
             Step::Finished(outcome) => {
                 crate::metrics::global().call_finished(live.round);
-                sink.finish(id, outcome).await;
+                sink.finish_reply(id, outcome).await;
             }
             Step::Pause => match self.park(live, request) {
                 Ok(result) => sink.finish(id, Ok(result)).await,
@@ -758,7 +758,7 @@ impl Engine {
                     live.pending.clear();
                     return Step::Finished(
                         outcome
-                            .map(|result| decorate_result(&live.method, result))
+                            .and_then(|result| decorate_reply(&live.method, result))
                             .map_err(translate_error),
                     );
                 }
@@ -1213,7 +1213,7 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
 }
 
 type LegacyOutcome = Result<
-    Result<Result<Value, ErrorObject>, BackendError>,
+    Result<Result<Reply, ErrorObject>, BackendError>,
     tokio::sync::oneshot::error::RecvError,
 >;
 
@@ -1222,7 +1222,7 @@ fn lost_call(error: &BackendError) -> ErrorObject {
     internal(format!("the paused call was lost: {error}"))
 }
 
-fn flatten(response: LegacyOutcome) -> Result<Value, ErrorObject> {
+fn flatten(response: LegacyOutcome) -> Result<Reply, ErrorObject> {
     match response {
         Ok(Ok(outcome)) => outcome,
         Ok(Err(error)) => Err(internal(error.to_string())),
@@ -1259,6 +1259,56 @@ fn decorate_result(method: &str, mut result: Value) -> Value {
         }
     }
     result
+}
+
+/// Which of the members [`decorate_result`] adds a raw result object has already (each read
+/// without building a `Value`). A duplicate of one of them fails the read (then the `Value` path,
+/// whose last duplicate wins, decides).
+#[derive(serde::Deserialize)]
+struct DecoratedMembers {
+    #[serde(rename = "resultType", default)]
+    result_type: Present,
+    #[serde(rename = "ttlMs", default)]
+    ttl_ms: Present,
+    #[serde(rename = "cacheScope", default)]
+    cache_scope: Present,
+}
+
+/// Whether a member is there, whatever its value (`null` included, as `Map::entry` sees it).
+#[derive(Default)]
+struct Present(bool);
+
+impl<'de> serde::Deserialize<'de> for Present {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        serde::de::IgnoredAny::deserialize(deserializer)?;
+        Ok(Present(true))
+    }
+}
+
+/// [`decorate_result`] for a reply: a raw result object gets the same members added to its text
+/// (no `Value` tree); anything unusual falls back to the `Value` path.
+fn decorate_reply(method: &str, reply: Reply) -> Result<Reply, ErrorObject> {
+    let mut raw: RawResult = match reply {
+        Reply::Tree(result) => return Ok(Reply::Tree(decorate_result(method, result))),
+        Reply::Raw(raw) if !raw.is_object() => return Ok(Reply::Raw(raw)),
+        Reply::Raw(raw) => raw,
+    };
+    let Ok(members) = serde_json::from_str::<DecoratedMembers>(raw.text()) else {
+        let result = Reply::Raw(raw).into_value()?;
+        return Ok(Reply::Tree(decorate_result(method, result)));
+    };
+    if !members.result_type.0 {
+        raw.push_member(r#""resultType":"complete""#);
+    }
+    if CACHEABLE.contains(&method) {
+        if !members.ttl_ms.0 {
+            raw.push_member(r#""ttlMs":0"#);
+        }
+        if !members.cache_scope.0 {
+            raw.push_member(r#""cacheScope":"private""#);
+        }
+    }
+    Ok(Reply::Raw(raw))
 }
 
 /// Legacy error codes 2026-07-28 forbids or reserves (T19).
@@ -1531,6 +1581,42 @@ mod tests {
         );
         let called = decorate_result("tools/call", json!({"content": []}));
         assert_eq!(called, json!({"content": [], "resultType": "complete"}));
+    }
+
+    /// The raw path adds exactly what the `Value` path adds, for every method and shape.
+    #[test]
+    fn raw_results_are_decorated_like_value_results() {
+        for method in ["tools/call", "tools/list", "resources/read"] {
+            for result in [
+                r#"{"content":[]}"#,
+                "{}",
+                r#"{"resultType":"input_required","ttlMs":5}"#,
+                r#"{"resultType":null,"cacheScope":"public"}"#,
+                r#"{"resultType":"a","resultType":"b"}"#,
+                r#"{"a":{"resultType":1}}"#,
+                "[]",
+                "3",
+            ] {
+                let text = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
+                let Some(Message::RawResponse { result: raw, .. }) =
+                    crate::jsonrpc::parse_raw_response(text.as_bytes())
+                else {
+                    panic!("{text}");
+                };
+                let Ok(Message::Response {
+                    outcome: Ok(value), ..
+                }) = Message::parse(text.as_bytes())
+                else {
+                    panic!("{text}");
+                };
+                let decorated = decorate_reply(method, Reply::Raw(raw)).unwrap();
+                assert_eq!(
+                    decorated.into_value().unwrap(),
+                    decorate_result(method, value),
+                    "{method} {result}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 use crate::backend::lane_core::{LaneCore, Outbound};
 use crate::backend::{BackendEvent, PendingCall};
 use crate::capabilities::CapabilityProfile;
-use crate::jsonrpc::{ErrorObject, Message, ParseError};
+use crate::jsonrpc::{ErrorObject, Message, ParseError, Reply};
 use crate::state::{Claims, Sealer};
 
 pub use crate::backend::sse::{SseEvent, SseParser};
@@ -147,7 +147,7 @@ impl LegacyRouter {
         self.calls
             .retain_mut(|call| match call.response.try_recv() {
                 Ok(Ok(outcome)) => {
-                    out.push((call.legacy_id.clone(), outcome));
+                    out.push((call.legacy_id.clone(), outcome.and_then(Reply::into_value)));
                     false
                 }
                 // The lane died first.

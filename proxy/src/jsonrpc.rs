@@ -1,6 +1,8 @@
 //! JSON-RPC 2.0 messages as both sides of the proxy see them: parsing (single messages and the
 //! batches 2025-03-26 servers may send), serialisation, and the error codes the proxy uses.
 
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 /// Error codes. The `-32020..-32099` range is reserved by MCP 2026-07-28: the proxy emits only the
@@ -83,6 +85,131 @@ pub enum Message {
         id: Value,
         outcome: Result<Value, ErrorObject>,
     },
+    /// A successful response whose result is kept as the text the legacy server sent (the
+    /// pass-through fast path: no `Value` tree is built), with `prefix` (members such as
+    /// `"resultType":"complete"`) written at the start of the object. Only produced by the proxy.
+    RawResponse { id: Value, result: RawResult },
+}
+
+/// A legacy result as the engine receives it: a `Value` tree, or, for a successful response read
+/// on the fast path ([`parse_raw_response`]), the legacy server's own JSON text of the result.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    Tree(Value),
+    Raw(RawResult),
+}
+
+impl Reply {
+    /// The result as a `Value` tree; an error if raw text does not parse into one (a lone UTF-16
+    /// surrogate escape passes the raw scan but not `Value` parsing).
+    pub fn into_value(self) -> Result<Value, ErrorObject> {
+        match self {
+            Reply::Tree(value) => Ok(value),
+            Reply::Raw(raw) => raw.to_value().map_err(|error| {
+                ErrorObject::new(
+                    codes::INTERNAL_ERROR,
+                    format!("the legacy server sent an unreadable result: {error}"),
+                )
+            }),
+        }
+    }
+}
+
+/// A result as JSON text (no `Value` tree is built), plus members to write at the start of the
+/// object. The text never contains a line break (see [`parse_raw_response`]), so front lines and
+/// SSE events stay single-line.
+#[derive(Debug, Clone)]
+pub struct RawResult {
+    raw: Box<RawValue>,
+    /// Complete members (`"key":value`), comma-separated, without a trailing comma; may be empty.
+    prefix: String,
+}
+
+impl RawResult {
+    /// The JSON text as the legacy server sent it.
+    pub fn text(&self) -> &str {
+        self.raw.get()
+    }
+
+    /// Whether the result is a JSON object (only objects get members added).
+    pub fn is_object(&self) -> bool {
+        self.raw.get().starts_with('{')
+    }
+
+    /// Adds `member` (`"key":value`, valid JSON) at the start of the object. Only for objects
+    /// that do not have the key already.
+    pub fn push_member(&mut self, member: &str) {
+        debug_assert!(self.is_object());
+        if !self.prefix.is_empty() {
+            self.prefix.push(',');
+        }
+        self.prefix.push_str(member);
+    }
+
+    /// Appends the result, with the added members, to `out`.
+    pub fn write_to(&self, out: &mut Vec<u8>) {
+        let text = self.raw.get();
+        if self.prefix.is_empty() {
+            out.extend_from_slice(text.as_bytes());
+            return;
+        }
+        let rest = &text[1..]; // after `{`
+        out.push(b'{');
+        out.extend_from_slice(self.prefix.as_bytes());
+        if !rest.trim_start().starts_with('}') {
+            out.push(b',');
+        }
+        out.extend_from_slice(rest.as_bytes());
+    }
+
+    /// The result, with the added members, as a `Value` tree.
+    pub fn to_value(&self) -> Result<Value, serde_json::Error> {
+        let mut text = Vec::with_capacity(self.raw.get().len() + self.prefix.len() + 1);
+        self.write_to(&mut text);
+        serde_json::from_slice(&text)
+    }
+}
+
+/// Compares the JSON values, not the texts.
+impl PartialEq for RawResult {
+    fn eq(&self, other: &Self) -> bool {
+        match (self.to_value(), other.to_value()) {
+            (Ok(one), Ok(other)) => one == other,
+            _ => self.raw.get() == other.raw.get() && self.prefix == other.prefix,
+        }
+    }
+}
+
+/// The envelope of a successful response, with the result left as text.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawResultEnvelope<'a> {
+    jsonrpc: &'a str,
+    id: Value,
+    result: Box<RawValue>,
+}
+
+/// The fast path for a successful response (`{"jsonrpc":"2.0","id":…,"result":…}` and nothing
+/// else): the result is checked to be valid JSON but kept as text. `None` for everything else
+/// (requests, notifications, errors, batches, unknown or duplicate members, an escaped
+/// `jsonrpc`, and any text with a line break), which [`Message::parse_batch`] then reads.
+pub fn parse_raw_response(bytes: &[u8]) -> Option<Message> {
+    if bytes.first() != Some(&b'{') || memchr::memchr2(b'\n', b'\r', bytes).is_some() {
+        return None;
+    }
+    let envelope: RawResultEnvelope<'_> = serde_json::from_slice(bytes).ok()?;
+    let id = envelope.id;
+    if envelope.jsonrpc != "2.0" || !(id.is_string() || id.is_i64() || id.is_u64() || id.is_null())
+    {
+        return None;
+    }
+    Some(Message::RawResponse {
+        id,
+        result: RawResult {
+            raw: envelope.result,
+            prefix: String::new(),
+        },
+    })
 }
 
 /// Why a message could not be read.
@@ -200,6 +327,11 @@ impl Message {
                     Err(error) => object.insert("error".into(), error.to_value()),
                 };
             }
+            Message::RawResponse { id, result } => {
+                object.insert("id".into(), id.clone());
+                // Only a lone surrogate escape fails here (see `Reply::into_value`).
+                object.insert("result".into(), result.to_value().unwrap_or(Value::Null));
+            }
         }
         Value::Object(object)
     }
@@ -208,11 +340,24 @@ impl Message {
     /// Written straight from the borrowed message (no intermediate `Value`), with the same
     /// text as `to_value().to_string()`.
     pub fn to_line(&self) -> String {
+        if let Message::RawResponse { .. } = self {
+            return String::from_utf8(self.to_vec()).expect("JSON text is UTF-8");
+        }
         serde_json::to_string(self).expect("a JSON-RPC message always serialises")
     }
 
-    /// [`Message::to_line`] as bytes.
+    /// [`Message::to_line`] as bytes. A raw result is copied as it is (the same members as the
+    /// `Value` serialisation, not necessarily in the same order or spacing).
     pub fn to_vec(&self) -> Vec<u8> {
+        if let Message::RawResponse { id, result } = self {
+            let mut out = Vec::with_capacity(result.text().len() + result.prefix.len() + 48);
+            out.extend_from_slice(b"{\"id\":");
+            serde_json::to_writer(&mut out, id).expect("an id always serialises");
+            out.extend_from_slice(b",\"jsonrpc\":\"2.0\",\"result\":");
+            result.write_to(&mut out);
+            out.push(b'}');
+            return out;
+        }
         serde_json::to_vec(self).expect("a JSON-RPC message always serialises")
     }
 
@@ -255,6 +400,15 @@ impl serde::Serialize for Message {
                     map.serialize_entry("jsonrpc", "2.0")?;
                 }
             },
+            Message::RawResponse { id, result } => {
+                let mut text = Vec::new();
+                result.write_to(&mut text);
+                let text = String::from_utf8(text).map_err(serde::ser::Error::custom)?;
+                let raw = RawValue::from_string(text).map_err(serde::ser::Error::custom)?;
+                map.serialize_entry("id", id)?;
+                map.serialize_entry("jsonrpc", "2.0")?;
+                map.serialize_entry("result", &raw)?;
+            }
         }
         map.end()
     }
@@ -276,6 +430,94 @@ impl serde::Serialize for ErrorObject {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn successful_responses_take_the_raw_path_and_everything_else_does_not() {
+        let text = br#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"h\u00e9 1.5e300"}],"n":0.1}}"#;
+        let Some(Message::RawResponse { id, result }) = parse_raw_response(text) else {
+            panic!("a plain successful response takes the fast path");
+        };
+        assert_eq!(id, json!(7));
+        assert_eq!(
+            result.text(),
+            r#"{"content":[{"type":"text","text":"h\u00e9 1.5e300"}],"n":0.1}"#
+        );
+        assert_eq!(
+            Message::parse(text).unwrap(),
+            Message::Response {
+                id: json!(7),
+                outcome: Ok(result.to_value().unwrap())
+            }
+        );
+        for other in [
+            &br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#[..],
+            br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32002,"message":"gone"}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":""}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"result":{},"result":{}}"#,
+            br#"{"jsonrpc":"1.0","id":1,"result":{}}"#,
+            br#"{"jsonrpc":"2.0","id":1.5,"result":{}}"#,
+            br#"{"jsonrpc":"2.0","id":[1],"result":{}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"result":{},"extra":1}"#,
+            br#"{"jsonrpc":"2.0","id":1,"result":{"a":tru}}"#,
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\n\"result\":{}}",
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\r}}",
+            br#"[{"jsonrpc":"2.0","id":1,"result":{}}]"#,
+        ] {
+            assert!(
+                parse_raw_response(other).is_none(),
+                "{}",
+                String::from_utf8_lossy(other)
+            );
+        }
+    }
+
+    #[test]
+    fn raw_results_get_members_spliced_in_and_serialise_like_values() {
+        for (result, members, expected) in [
+            (
+                r#"{"a":1}"#,
+                &[r#""resultType":"complete""#][..],
+                json!({"a": 1, "resultType": "complete"}),
+            ),
+            (
+                "{ }",
+                &[r#""resultType":"complete""#, r#""ttlMs":0"#],
+                json!({"resultType": "complete", "ttlMs": 0}),
+            ),
+            (
+                r#"{"x":[1,{"y":null}]}"#,
+                &[],
+                json!({"x": [1, {"y": null}]}),
+            ),
+            ("[1,2]", &[], json!([1, 2])),
+        ] {
+            let text = format!(r#"{{"jsonrpc":"2.0","id":"k","result":{result}}}"#);
+            let Some(Message::RawResponse { id, mut result }) = parse_raw_response(text.as_bytes())
+            else {
+                panic!("{text}");
+            };
+            for member in members {
+                result.push_member(member);
+            }
+            assert_eq!(result.to_value().unwrap(), expected);
+            let message = Message::RawResponse { id, result };
+            let line = message.to_line();
+            assert!(!line.contains('\n'));
+            assert_eq!(line.as_bytes(), message.to_vec());
+            let read: Value = serde_json::from_str(&line).unwrap();
+            assert_eq!(
+                read,
+                json!({"jsonrpc": "2.0", "id": "k", "result": expected})
+            );
+            assert_eq!(read, message.to_value());
+            assert_eq!(
+                serde_json::to_value(&message).unwrap(),
+                read,
+                "Serialize agrees"
+            );
+        }
+    }
 
     #[test]
     fn requests_notifications_and_responses_round_trip() {

@@ -23,10 +23,10 @@ use tracing::Span;
 
 use super::{BackendError, BackendEvent, PendingCall};
 use crate::capabilities::CapabilityProfile;
-use crate::jsonrpc::{codes, ErrorObject, Message};
+use crate::jsonrpc::{codes, ErrorObject, Message, Reply};
 
 /// What a pending call eventually receives.
-pub(crate) type Outcome = Result<Result<Value, ErrorObject>, BackendError>;
+pub(crate) type Outcome = Result<Result<Reply, ErrorObject>, BackendError>;
 
 /// Capacity of a lease's event channel.
 pub(crate) const LEASE_EVENTS: usize = 256;
@@ -415,6 +415,11 @@ impl LaneCore {
         if bytes.is_empty() {
             return 0;
         }
+        // Most output is a successful response: keep its result as text (no `Value` tree).
+        if let Some(message) = crate::jsonrpc::parse_raw_response(bytes) {
+            self.handle(message);
+            return 1;
+        }
         match Message::parse_batch(bytes) {
             Ok(messages) => {
                 let mut routed = 0;
@@ -447,7 +452,13 @@ impl LaneCore {
     pub fn handle(self: &Arc<Self>, message: Message) {
         match message {
             Message::Response { id, outcome } => {
-                if !self.complete(&id, Ok(outcome)) {
+                if !self.complete(&id, Ok(outcome.map(Reply::Tree))) {
+                    let _entered = self.span.enter();
+                    tracing::debug!(id = %id, "response to no pending request dropped");
+                }
+            }
+            Message::RawResponse { id, result } => {
+                if !self.complete(&id, Ok(Ok(Reply::Raw(result)))) {
                     let _entered = self.span.enter();
                     tracing::debug!(id = %id, "response to no pending request dropped");
                 }
@@ -717,7 +728,7 @@ mod tests {
         );
         assert_eq!(
             call.response.await.unwrap().unwrap(),
-            Ok(json!({"ok": true}))
+            Ok(Reply::Tree(json!({"ok": true})))
         );
         let (_, call, _) = core.start_request("x", Value::Null, 0, None).unwrap();
         core.mark_dead();

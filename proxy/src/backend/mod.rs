@@ -32,7 +32,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, Notify};
 
 use crate::capabilities::CapabilityProfile;
-use crate::jsonrpc::ErrorObject;
+use crate::jsonrpc::{ErrorObject, Reply};
 
 use self::lane_core::LaneCore;
 
@@ -108,7 +108,7 @@ pub struct PendingCall {
     /// The id the proxy gave the request on the legacy side (fresh for every forwarded request).
     pub legacy_id: Value,
     /// The legacy response; `Err(BackendError::Crashed)` if the lane died first.
-    pub response: oneshot::Receiver<Result<Result<Value, ErrorObject>, BackendError>>,
+    pub response: oneshot::Receiver<Result<Result<Reply, ErrorObject>, BackendError>>,
 }
 
 /// The protocol version lanes ask for in `initialize` (the newest legacy revision).
@@ -145,7 +145,9 @@ pub(crate) async fn await_initialize(
             "initialize was refused: {} ({})",
             error.message, error.code
         ))),
-        Ok(Ok(Ok(Ok(result)))) => Ok(result),
+        Ok(Ok(Ok(Ok(result)))) => result
+            .into_value()
+            .map_err(|error| BackendError::Unavailable(error.message)),
     }
 }
 

@@ -16,7 +16,7 @@ use futures_util::future::BoxFuture;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::jsonrpc::{ErrorObject, Message};
+use crate::jsonrpc::{ErrorObject, Message, Reply};
 
 pub mod http;
 pub mod stdio;
@@ -156,24 +156,34 @@ impl ResponseSink {
     }
 
     /// Sends the final response (consumes the sink).
-    pub async fn finish(mut self, id: Value, outcome: Result<Value, ErrorObject>) {
+    pub async fn finish(self, id: Value, outcome: Result<Value, ErrorObject>) {
+        self.finish_reply(id, outcome.map(Reply::Tree)).await;
+    }
+
+    /// [`ResponseSink::finish`] with a result that may be raw legacy text.
+    pub async fn finish_reply(mut self, id: Value, outcome: Result<Reply, ErrorObject>) {
         let http_status = match &outcome {
             Err(error) => validate::http_status(error.code),
             Ok(_) => 200,
         };
         self.record(match &outcome {
             Err(_) => crate::metrics::Outcome::Error,
-            Ok(result)
+            Ok(Reply::Tree(result))
                 if result.get("resultType").and_then(Value::as_str) == Some("input_required") =>
             {
                 crate::metrics::Outcome::InputRequired
             }
             Ok(_) => crate::metrics::Outcome::Ok,
         });
+        let message = match outcome {
+            Ok(Reply::Raw(result)) => Message::RawResponse { id, result },
+            Ok(Reply::Tree(result)) => Message::response(id, Ok(result)),
+            Err(error) => Message::response(id, Err(error)),
+        };
         let _ = self
             .tx
             .send(Outgoing::Final {
-                message: Message::response(id, outcome),
+                message,
                 http_status,
             })
             .await;

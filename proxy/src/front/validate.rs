@@ -166,7 +166,7 @@ pub fn validate(
             validate_request(id, method, params.as_ref(), headers, principal)
         }
         Message::Notification { method, params } => validate_notification(method, params.as_ref()),
-        Message::Response { .. } => Err(Rejection::new(
+        Message::Response { .. } | Message::RawResponse { .. } => Err(Rejection::new(
             None,
             ErrorObject::new(
                 codes::INVALID_REQUEST,

@@ -14,7 +14,7 @@ use mcp_mrtr_proxy::backend::{
     BackendError, BackendEvent, BackendSpec, LanePool, PendingCall, PoolSettings,
 };
 use mcp_mrtr_proxy::capabilities::CapabilityProfile;
-use mcp_mrtr_proxy::jsonrpc::ErrorObject;
+use mcp_mrtr_proxy::jsonrpc::{ErrorObject, Reply};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -143,11 +143,12 @@ pub async fn within<T>(limit: Duration, future: impl Future<Output = T>) -> T {
 
 const STEP: Duration = Duration::from_secs(5);
 
-/// The legacy response of a call.
+/// The legacy response of a call (a raw result read as a `Value`).
 pub async fn response(call: PendingCall) -> Result<Result<Value, ErrorObject>, BackendError> {
     within(STEP, call.response)
         .await
         .expect("the response sender was dropped")
+        .map(|outcome| outcome.and_then(Reply::into_value))
 }
 
 /// The text of a successful `tools/call` result.
