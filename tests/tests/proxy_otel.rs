@@ -113,7 +113,13 @@ async fn request_spans_are_exported_over_otlp_http() {
         let stack = Stack::start(
             BackendKind::Stdio,
             ProxyOptions {
-                extra_args: vec!["--otlp-endpoint".into(), endpoint],
+                // The engine's per-call span is at debug level (it costs on every call).
+                extra_args: vec![
+                    "--otlp-endpoint".into(),
+                    endpoint,
+                    "--log-level".into(),
+                    "info,mcp_mrtr_proxy::engine=debug".into(),
+                ],
                 ..ProxyOptions::default()
             },
         )
