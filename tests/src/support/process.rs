@@ -406,18 +406,7 @@ impl Proxy {
     pub async fn start_again(&mut self) {
         assert!(self.has_exited(), "the proxy is still running");
         self.logs.push("==== start again ====".into());
-        let (child, url) = spawn_proxy(
-            &self.binaries,
-            &self.options,
-            &self.store_dir,
-            &self.key_hex,
-            &self.key_file,
-            &self.logs,
-        )
-        .await;
-        self.child = child;
-        self.url = url;
-        self.wait_healthy().await;
+        self.respawn().await;
     }
 
     /// `VmRSS` of the proxy process in KiB (Linux).
@@ -448,6 +437,12 @@ impl Proxy {
     pub async fn restart(&mut self) {
         self.kill_hard();
         self.logs.push("==== restart ====".into());
+        self.respawn().await;
+    }
+
+    /// Spawns the proxy with the same options, store directory and state key, and waits until
+    /// it is healthy.
+    async fn respawn(&mut self) {
         let (child, url) = spawn_proxy(
             &self.binaries,
             &self.options,
