@@ -691,9 +691,11 @@ impl HttpShared {
                     return;
                 }
                 Err(error) => {
+                    // Typically a pooled connection the dying server had already closed: try
+                    // again at once on a new one (a dead server then refuses the connection).
                     tracing::debug!(%error, "resumption failed");
                     idle += 1;
-                    resume = Some(StreamEnd { clean: true, ..end });
+                    resume = Some(StreamEnd { clean: false, ..end });
                 }
             }
         }
