@@ -329,8 +329,8 @@ impl StoreHealth {
                 })?;
         }
         store
-            .flush()
-            .map_err(|error| format!("the pause store cannot be flushed: {error}"))
+            .probe_writable()
+            .map_err(|error| format!("the pause store does not take writes: {error}"))
     }
 }
 

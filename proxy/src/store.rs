@@ -267,7 +267,8 @@ impl PauseStore {
     }
 
     /// Checks that the store takes writes: inserts a probe key (tree `meta`, key `readyz-probe`)
-    /// and flushes it to disk. Used by `GET /readyz` (cached by the engine).
+    /// and flushes it to disk. [`crate::limits::StoreHealth`] calls it every second; `/readyz`
+    /// and the pause path read its verdict.
     pub fn probe_writable(&self) -> Result<(), StoreError> {
         self.meta
             .insert(b"readyz-probe", &crate::state::now_ms().to_be_bytes())

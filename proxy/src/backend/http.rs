@@ -695,7 +695,10 @@ impl HttpShared {
                     // again at once on a new one (a dead server then refuses the connection).
                     tracing::debug!(%error, "resumption failed");
                     idle += 1;
-                    resume = Some(StreamEnd { clean: false, ..end });
+                    resume = Some(StreamEnd {
+                        clean: false,
+                        ..end
+                    });
                 }
             }
         }
