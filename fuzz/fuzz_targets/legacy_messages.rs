@@ -24,7 +24,7 @@ use std::collections::BTreeSet;
 use libfuzzer_sys::fuzz_target;
 use mcp_mrtr_proxy::backend::BackendEvent;
 use mcp_mrtr_proxy::fuzzing::{check_round_trip, LegacyRouter, SseEvent, SseParser};
-use mcp_mrtr_proxy::jsonrpc::{ErrorObject, Message};
+use mcp_mrtr_proxy::jsonrpc::{parse_raw_response, ErrorObject, Message, Reply};
 use serde_json::{json, Map, Value};
 
 /// Own requests in flight on each router: legacy ids 0, 1, 2.
@@ -125,6 +125,13 @@ impl Checked {
         let trimmed = unit.trim_ascii();
         let expected: Vec<Message> = if trimmed.is_empty() {
             Vec::new()
+        } else if let Some(Message::RawResponse { id, result }) = parse_raw_response(trimmed) {
+            // A plain successful response keeps its result as text (the lane's fast path); its
+            // outcome is what the `Value` reading of that text gives.
+            vec![Message::Response {
+                id,
+                outcome: Reply::Raw(result).into_value(),
+            }]
         } else {
             match Message::parse_batch(trimmed) {
                 Err(_) => Vec::new(),
@@ -179,6 +186,9 @@ impl Checked {
                             params: params.unwrap_or_else(|| Value::Object(Map::new())),
                         });
                     }
+                }
+                Message::RawResponse { .. } => {
+                    unreachable!("Message::parse_batch reads every response into a Value")
                 }
                 Message::Response { id, outcome } => {
                     let key = match &id {
