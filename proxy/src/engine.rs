@@ -382,27 +382,35 @@ impl Engine {
     /// The params to forward: the front params without MRTR fields and without the 2026-only
     /// `io.modelcontextprotocol/*` `_meta` keys; `progressToken` replaced by a proxy-minted one.
     fn legacy_params(params: &Value, progress_token: Option<&str>) -> Value {
-        let mut params = params.clone();
-        if let Some(map) = params.as_object_mut() {
-            map.remove("inputResponses");
-            map.remove("requestState");
-            let mut meta = map
-                .remove("_meta")
-                .and_then(|meta| match meta {
-                    Value::Object(meta) => Some(meta),
-                    _ => None,
-                })
-                .unwrap_or_default();
-            meta.retain(|key, _| !key.starts_with("io.modelcontextprotocol/"));
-            meta.remove("progressToken");
-            if let Some(token) = progress_token {
-                meta.insert("progressToken".into(), token.into());
-            }
-            if !meta.is_empty() {
-                map.insert("_meta".into(), Value::Object(meta));
+        let Some(object) = params.as_object() else {
+            return params.clone();
+        };
+        // Built from the kept members only: the 2026 `_meta` (capabilities, client info) and
+        // the MRTR fields are never copied just to be dropped.
+        let mut legacy = Map::new();
+        let mut meta = Map::new();
+        for (key, value) in object {
+            match key.as_str() {
+                "inputResponses" | "requestState" => {}
+                "_meta" => {
+                    for (key, value) in value.as_object().into_iter().flatten() {
+                        if key != "progressToken" && !key.starts_with("io.modelcontextprotocol/") {
+                            meta.insert(key.clone(), value.clone());
+                        }
+                    }
+                }
+                _ => {
+                    legacy.insert(key.clone(), value.clone());
+                }
             }
         }
-        params
+        if let Some(token) = progress_token {
+            meta.insert("progressToken".into(), token.into());
+        }
+        if !meta.is_empty() {
+            legacy.insert("_meta".into(), Value::Object(meta));
+        }
+        Value::Object(legacy)
     }
 
     async fn pass_through(

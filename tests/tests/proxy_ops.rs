@@ -215,8 +215,9 @@ async fn readyz_reports_its_checks() {
     .await;
 }
 
-/// The config file sets JSON logs; the command line sets the rest. Each request is a span with
-/// its method and the principal's digest label, and no line carries the bearer token.
+/// The config file sets JSON logs; the command line sets the rest. With the request span's target
+/// enabled, each request is a span with its method and the principal's digest label, and no line
+/// carries the bearer token.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn json_logs_from_a_config_file() {
     binaries_async().await;
@@ -225,7 +226,8 @@ async fn json_logs_from_a_config_file() {
         let config = dir.path().join("proxy.toml");
         std::fs::write(
             &config,
-            "log-format = \"json\"\nlog_level = \"info\"\nbatch-window = \"50ms\"\n",
+            // The request span is at debug level (it costs on every call): asked for by target.
+            "log-format = \"json\"\nlog_level = \"info,mcp_mrtr_proxy::request=debug\"\nbatch-window = \"50ms\"\n",
         )
         .unwrap();
         let stack = Stack::start(

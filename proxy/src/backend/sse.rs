@@ -80,7 +80,11 @@ impl SseParser {
     /// Processes the line in `self.line`, keeping the buffer (and its capacity) for the next one.
     fn end_line(&mut self, events: &mut Vec<SseEvent>) {
         let mut line = std::mem::take(&mut self.line);
-        self.process_line(&String::from_utf8_lossy(&line), events);
+        // `from_utf8` first: its fast path is much cheaper than the lossy scan on valid text.
+        match std::str::from_utf8(&line) {
+            Ok(text) => self.process_line(text, events),
+            Err(_) => self.process_line(&String::from_utf8_lossy(&line), events),
+        }
         line.clear();
         self.line = line;
     }

@@ -437,7 +437,7 @@ pub fn decide_post(headers: &HeaderMap, body: &[u8]) -> PostDecision {
         Ok(message) => message,
         Err(error) => return PostDecision::Reject(Rejection::unreadable(&error)),
     };
-    match validate::validate(&message, Some(headers), principal_of(headers)) {
+    match validate::validate_owned(message, Some(headers), principal_of(headers)) {
         Err(rejection) => PostDecision::Reject(rejection),
         Ok(Validated::Cancelled { .. } | Validated::OtherNotification { .. }) => {
             PostDecision::Accepted

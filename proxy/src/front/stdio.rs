@@ -159,9 +159,10 @@ struct Context<'a> {
 impl Context<'_> {
     /// Handles one parsed message; returns the error to write, if any.
     fn accept(&self, message: Message, generation: u64) -> Option<Value> {
-        let validated = match validate::validate(&message, None, Principal::anonymous()) {
+        let is_request = matches!(message, Message::Request { .. });
+        let validated = match validate::validate_owned(message, None, Principal::anonymous()) {
             Ok(validated) => validated,
-            Err(rejection) if matches!(message, Message::Request { .. }) => {
+            Err(rejection) if is_request => {
                 crate::metrics::global()
                     .rejection(crate::metrics::validation_reason(rejection.error.code));
                 tracing::debug!(code = rejection.error.code, message = %rejection.error.message, "rejected a request");

@@ -161,6 +161,47 @@ pub fn validate(
     headers: Option<&http::HeaderMap>,
     principal: Principal,
 ) -> Result<Validated, Rejection> {
+    let mut validated = check(message, headers, principal)?;
+    if let (
+        Validated::Request(request),
+        Message::Request {
+            params: Some(params),
+            ..
+        },
+    ) = (&mut validated, message)
+    {
+        request.params = params.clone();
+    }
+    Ok(validated)
+}
+
+/// [`validate`] for a message the caller no longer needs: the request's `params` are moved into
+/// the [`FrontRequest`], not copied.
+pub fn validate_owned(
+    message: Message,
+    headers: Option<&http::HeaderMap>,
+    principal: Principal,
+) -> Result<Validated, Rejection> {
+    let mut validated = check(&message, headers, principal)?;
+    if let (
+        Validated::Request(request),
+        Message::Request {
+            params: Some(params),
+            ..
+        },
+    ) = (&mut validated, message)
+    {
+        request.params = params;
+    }
+    Ok(validated)
+}
+
+/// Everything [`validate`] decides; a request comes back with `params: null`.
+fn check(
+    message: &Message,
+    headers: Option<&http::HeaderMap>,
+    principal: Principal,
+) -> Result<Validated, Rejection> {
     match message {
         Message::Request { id, method, params } => {
             validate_request(id, method, params.as_ref(), headers, principal)
@@ -358,7 +399,8 @@ fn validate_request(
     Ok(Validated::Request(FrontRequest {
         id: id.clone(),
         method: method.to_owned(),
-        params: Value::Object(params_object.clone()),
+        // Filled in by the caller: moved out of an owned message, cloned from a borrowed one.
+        params: Value::Null,
         client_capabilities: client_capabilities.clone(),
         client_info: meta
             .get(meta_keys::CLIENT_INFO)
