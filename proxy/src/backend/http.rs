@@ -21,23 +21,19 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{HeaderName, ACCEPT, CONTENT_TYPE};
+use http::header::{HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE, HOST};
 use http::{Method, Request, StatusCode, Uri};
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::Incoming;
-use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::{json, Value};
-use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tracing::Instrument as _;
 
+use super::http_client::LaneConnections;
 use super::lane_core::{LaneCore, Outbound};
 use super::sse::SseParser;
 use super::{BackendError, Initialized, PendingCall};
@@ -61,106 +57,6 @@ const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
 const VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
 const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 
-type HttpClient = Client<QuickAckConnector, Full<Bytes>>;
-
-/// [`HttpConnector`] (with `TCP_NODELAY`) whose connections acknowledge what they receive at once
-/// (`TCP_QUICKACK`, Linux), set again after every read because the kernel clears it.
-///
-/// Why: a legacy server whose sockets keep Nagle's algorithm on (the default of `axum::serve`,
-/// so of rmcp 2.x servers) writes an SSE response in two parts, and holds the second part until
-/// the first is acknowledged. A lane reuses one keep-alive connection, so the kernel treats it as
-/// interactive and delays that ACK by up to 40 ms: without this, every proxied call over plain
-/// loopback took ≥ 40 ms (bench/PROXY.md).
-#[derive(Clone)]
-struct QuickAckConnector(HttpConnector);
-
-type ConnectFuture = Pin<
-    Box<dyn Future<Output = Result<QuickAckIo, Box<dyn std::error::Error + Send + Sync>>> + Send>,
->;
-
-impl tower_service::Service<Uri> for QuickAckConnector {
-    type Response = QuickAckIo;
-    type Error = Box<dyn std::error::Error + Send + Sync>;
-    type Future = ConnectFuture;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        tower_service::Service::<Uri>::poll_ready(&mut self.0, cx).map_err(Into::into)
-    }
-
-    fn call(&mut self, uri: Uri) -> Self::Future {
-        let connecting = tower_service::Service::<Uri>::call(&mut self.0, uri);
-        Box::pin(async move {
-            let io = connecting.await?;
-            let io = QuickAckIo(io);
-            io.quickack();
-            Ok(io)
-        })
-    }
-}
-
-/// A lane's TCP connection: `TCP_QUICKACK` is set again after each read.
-struct QuickAckIo(TokioIo<TcpStream>);
-
-impl QuickAckIo {
-    fn quickack(&self) {
-        #[cfg(any(target_os = "linux", target_os = "android"))]
-        {
-            // Best effort: without it the connection only gets slower.
-            let _ = socket2::SockRef::from(self.0.inner()).set_tcp_quickack(true);
-        }
-    }
-}
-
-impl hyper::rt::Read for QuickAckIo {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: hyper::rt::ReadBufCursor<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let polled = Pin::new(&mut self.0).poll_read(cx, buf);
-        if matches!(polled, Poll::Ready(Ok(()))) {
-            self.quickack();
-        }
-        polled
-    }
-}
-
-impl hyper::rt::Write for QuickAckIo {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.0).poll_write(cx, buf)
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.0).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.0).poll_shutdown(cx)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.0.is_write_vectored()
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.0).poll_write_vectored(cx, bufs)
-    }
-}
-
-impl Connection for QuickAckIo {
-    fn connected(&self) -> Connected {
-        self.0.connected()
-    }
-}
-
 /// How an SSE response ended, for resuming it.
 #[derive(Debug, Clone)]
 struct StreamEnd {
@@ -182,8 +78,11 @@ struct Session {
 
 struct HttpShared {
     core: Arc<LaneCore>,
-    client: HttpClient,
-    uri: Uri,
+    client: LaneConnections,
+    /// The request target: the upstream URL's path and query (origin form).
+    path: Uri,
+    /// The `Host` header: the upstream URL's authority.
+    host: HeaderValue,
     /// The upstream for messages and logs, without any userinfo.
     target: String,
     session: Mutex<Session>,
@@ -283,12 +182,17 @@ impl HttpLane {
                 ))
             }
         }
-        let mut connector = HttpConnector::new();
-        connector.set_connect_timeout(Some(CONNECT_TIMEOUT));
-        connector.set_nodelay(true);
-        let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(30))
-            .build(QuickAckConnector(connector));
+        let authority = uri
+            .authority()
+            .ok_or_else(|| BackendError::Unavailable("the upstream URL has no host".into()))?;
+        let host = HeaderValue::from_str(authority.as_str())
+            .map_err(|error| BackendError::Unavailable(format!("bad upstream host: {error}")))?;
+        let path: Uri = uri
+            .path_and_query()
+            .map_or("/", |path| path.as_str())
+            .parse()
+            .map_err(|error| BackendError::Unavailable(format!("bad upstream path: {error}")))?;
+        let client = LaneConnections::new(uri.clone(), CONNECT_TIMEOUT, core.span.clone());
         let shared = Arc::new(HttpShared {
             core: Arc::clone(&core),
             client,
@@ -299,7 +203,8 @@ impl HttpLane {
                     .map(|port| format!(":{port}"))
                     .unwrap_or_default()
             ) + uri.path(),
-            uri,
+            path,
+            host,
             session: Mutex::new(Session {
                 id: None,
                 epoch: 0,
@@ -406,7 +311,8 @@ impl HttpLane {
         if let Some(id) = &session.id {
             let mut request = Request::builder()
                 .method(Method::DELETE)
-                .uri(self.shared.uri.clone())
+                .uri(self.shared.path.clone())
+                .header(HOST, self.shared.host.clone())
                 .header(SESSION_HEADER, id.as_str());
             if let Some(version) = version_header(&session) {
                 request = request.header(VERSION_HEADER, version);
@@ -449,7 +355,8 @@ impl HttpShared {
     fn post(&self, body: Bytes, session: &Session) -> Result<Request<Full<Bytes>>, BackendError> {
         let mut request = Request::builder()
             .method(Method::POST)
-            .uri(self.uri.clone())
+            .uri(self.path.clone())
+            .header(HOST, self.host.clone())
             .header(ACCEPT, "application/json, text/event-stream")
             .header(CONTENT_TYPE, "application/json");
         if let Some(id) = &session.id {
@@ -466,7 +373,8 @@ impl HttpShared {
     fn get(&self, session: &Session, last_event_id: Option<&str>) -> Option<Request<Full<Bytes>>> {
         let mut request = Request::builder()
             .method(Method::GET)
-            .uri(self.uri.clone())
+            .uri(self.path.clone())
+            .header(HOST, self.host.clone())
             .header(ACCEPT, "text/event-stream");
         if let Some(id) = &session.id {
             request = request.header(SESSION_HEADER, id.as_str());

@@ -37,6 +37,7 @@ use crate::jsonrpc::{ErrorObject, Reply};
 use self::lane_core::LaneCore;
 
 pub mod http;
+mod http_client;
 pub(crate) mod lane_core;
 pub(crate) mod sse;
 pub mod stdio;
