@@ -1,8 +1,8 @@
 //! The HTTP/1.1 connections of one HTTP lane to the legacy server.
 //!
 //! A lane is one legacy session, and its connections are never shared with another lane, so it
-//! keeps them itself: a request takes a kept connection that is ready (its previous exchange is
-//! over, response body included), or opens a new one; after the response head the connection is
+//! keeps them itself: a request takes the most recently kept connection that is ready (its
+//! previous exchange is over, response body included), or opens a new one; after the response head the connection is
 //! kept again (up to [`MAX_KEPT`]) while its body streams. A connection the server closed is
 //! noticed and dropped; a request that a kept connection could not even send (the server closed
 //! it meanwhile) goes out again on a new one, as hyper-util's client does.
@@ -112,8 +112,10 @@ impl LaneConnections {
     fn take_ready(&self) -> Option<SendRequest<Full<Bytes>>> {
         let mut kept = self.lock();
         kept.retain(|sender| !sender.is_closed());
-        let ready = kept.iter().position(SendRequest::is_ready)?;
-        Some(kept.swap_remove(ready))
+        // The most recently kept first (as hyper-util's pool does): one warm connection carries
+        // back-to-back exchanges, and the others stay idle rather than taking turns.
+        let ready = kept.iter().rposition(SendRequest::is_ready)?;
+        Some(kept.remove(ready))
     }
 
     fn keep(&self, sender: SendRequest<Full<Bytes>>) {
