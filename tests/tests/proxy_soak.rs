@@ -16,12 +16,24 @@ use mcp_migrate_tests::support::{
 use mcp_mrtr_proxy::store::{PauseStatus, PauseStore};
 use serde_json::json;
 
-/// The pause TTL of the soak proxy: abandoned pauses are swept quickly, and hold fewer lanes
-/// than the pool has (1 call in 16 is abandoned). A retry later than this on a loaded machine
-/// is counted as late (bounded). (With TTL 2 s and 32 lanes, RSS grew by 16.6 MiB in 300 s:
-/// not explained yet, see the README.)
-const TTL: Duration = Duration::from_secs(1);
-const POOL: usize = 16;
+/// The pause TTL of the soak proxy (env `SOAK_TTL_MS`, default 1 s): abandoned pauses are swept
+/// quickly, and hold fewer lanes than the pool has (1 call in 16 is abandoned). A retry later
+/// than this on a loaded machine is counted as late (bounded).
+fn ttl() -> Duration {
+    Duration::from_millis(env_or("SOAK_TTL_MS", 1000))
+}
+
+/// The proxy's `--pool-size` (env `SOAK_POOL`, default 16).
+fn pool() -> usize {
+    env_or("SOAK_POOL", 16)
+}
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(default)
+}
 
 #[derive(Debug, Default)]
 struct Tally {
@@ -268,27 +280,21 @@ fn figures(stack: &Stack) -> Figures {
 /// Waits for abandoned pauses to be swept, records to be pruned (10 s after their deadline) and
 /// idle connections to close.
 async fn settle() {
-    tokio::time::sleep(TTL + Duration::from_secs(13)).await;
+    tokio::time::sleep(ttl() + Duration::from_secs(13)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_proxy_returns_to_its_baseline_after_a_soak() {
-    let secs: u64 = std::env::var("SOAK_SECS")
-        .ok()
-        .and_then(|value| value.parse().ok())
-        .unwrap_or(45);
-    let workers: usize = std::env::var("SOAK_WORKERS")
-        .ok()
-        .and_then(|value| value.parse().ok())
-        .unwrap_or(8);
+    let secs: u64 = env_or("SOAK_SECS", 45);
+    let workers: usize = env_or("SOAK_WORKERS", 8);
     mcp_migrate_tests::support::binaries_async().await;
     let limit = Duration::from_secs(secs * 2 + 180);
     mcp_migrate_tests::support::within(limit, "soak", async {
         let stack = Stack::start(
             BackendKind::Stdio,
             ProxyOptions {
-                pool_size: Some(POOL),
-                pause_ttl: Some(format!("{}ms", TTL.as_millis())),
+                pool_size: Some(pool()),
+                pause_ttl: Some(format!("{}ms", ttl().as_millis())),
                 batch_window: Some("5ms".into()),
                 ..ProxyOptions::default()
             },
@@ -339,7 +345,8 @@ async fn the_proxy_returns_to_its_baseline_after_a_soak() {
         let late = tally.late.load(Ordering::Relaxed);
         assert!(
             late * 100 <= total,
-            "{late} of {total} retries came after the {TTL:?} TTL: the machine is too loaded"
+            "{late} of {total} retries came after the {:?} TTL: the machine is too loaded",
+            ttl()
         );
         // Memory: at most 8 MiB or 15 % above the baseline, whichever is larger. (With pause
         // records kept for 24 h, as before, RSS grew by 18.6 MiB in a 45 s run.)
@@ -357,7 +364,7 @@ async fn the_proxy_returns_to_its_baseline_after_a_soak() {
             after.fds
         );
         assert!(
-            after.children <= baseline.children && after.children <= POOL,
+            after.children <= baseline.children && after.children <= pool(),
             "legacy children: {} at the baseline, {} after",
             baseline.children,
             after.children
