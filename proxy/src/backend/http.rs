@@ -41,6 +41,8 @@ use crate::jsonrpc::{ErrorObject, Message};
 
 /// TCP connection establishment; a legacy server that is down fails fast.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// A kept connection idle longer than this is closed, not reused (as hyper-util's pool did).
+const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long `shutdown` waits for the `DELETE`.
 const DELETE_TIMEOUT: Duration = Duration::from_secs(2);
 /// Reconnection delay when the server gave no `retry`.
@@ -192,7 +194,12 @@ impl HttpLane {
             .map_or("/", |path| path.as_str())
             .parse()
             .map_err(|error| BackendError::Unavailable(format!("bad upstream path: {error}")))?;
-        let client = LaneConnections::new(uri.clone(), CONNECT_TIMEOUT, core.span.clone());
+        let client = LaneConnections::new(
+            uri.clone(),
+            CONNECT_TIMEOUT,
+            IDLE_TIMEOUT,
+            core.span.clone(),
+        );
         let shared = Arc::new(HttpShared {
             core: Arc::clone(&core),
             client,

@@ -4,7 +4,8 @@
 //! keeps them itself: a request takes the most recently kept connection that is ready (its
 //! previous exchange is over, response body included), or opens a new one; after the response head the connection is
 //! kept again (up to [`MAX_KEPT`]) while its body streams. A connection the server closed is
-//! noticed and dropped; a request that a kept connection could not even send (the server closed
+//! noticed and dropped, and so is one left idle longer than the idle timeout (a middlebox may have
+//! dropped it silently); a request that a kept connection could not even send (the server closed
 //! it meanwhile) goes out again on a new one, as hyper-util's client does.
 //!
 //! Why not hyper-util's pooled `Client`: its checkout hashes the (scheme, authority) key with
@@ -14,7 +15,7 @@
 use std::pin::Pin;
 use std::sync::Mutex;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{Request, Response, Uri};
@@ -52,13 +53,34 @@ pub(super) struct LaneConnections {
     connector: HttpConnector,
     /// Where to connect (scheme and authority are used).
     uri: Uri,
-    kept: Mutex<Vec<SendRequest<Full<Bytes>>>>,
+    kept: Mutex<Vec<Kept>>,
+    /// A ready connection kept longer than this is closed rather than reused.
+    idle_timeout: Duration,
     /// The lane's span, for the connection tasks.
     span: tracing::Span,
 }
 
+struct Kept {
+    sender: SendRequest<Full<Bytes>>,
+    /// When its last exchange's response head arrived.
+    since: Instant,
+}
+
+impl Kept {
+    /// Open, and not idle past `idle_timeout`.
+    fn usable(&self, idle_timeout: Duration) -> bool {
+        let idle_too_long = self.sender.is_ready() && self.since.elapsed() > idle_timeout;
+        !self.sender.is_closed() && !idle_too_long
+    }
+}
+
 impl LaneConnections {
-    pub(super) fn new(uri: Uri, connect_timeout: Duration, span: tracing::Span) -> Self {
+    pub(super) fn new(
+        uri: Uri,
+        connect_timeout: Duration,
+        idle_timeout: Duration,
+        span: tracing::Span,
+    ) -> Self {
         let mut connector = HttpConnector::new();
         connector.set_connect_timeout(Some(connect_timeout));
         connector.set_nodelay(true);
@@ -66,6 +88,7 @@ impl LaneConnections {
             connector,
             uri,
             kept: Mutex::new(Vec::new()),
+            idle_timeout,
             span,
         }
     }
@@ -99,11 +122,11 @@ impl LaneConnections {
     #[cfg(test)]
     fn kept(&self) -> usize {
         let mut kept = self.lock();
-        kept.retain(|sender| !sender.is_closed());
+        kept.retain(|kept| kept.usable(self.idle_timeout));
         kept.len()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<SendRequest<Full<Bytes>>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Kept>> {
         self.kept
             .lock()
             .unwrap_or_else(|poison| poison.into_inner())
@@ -111,17 +134,20 @@ impl LaneConnections {
 
     fn take_ready(&self) -> Option<SendRequest<Full<Bytes>>> {
         let mut kept = self.lock();
-        kept.retain(|sender| !sender.is_closed());
+        kept.retain(|kept| kept.usable(self.idle_timeout));
         // The most recently kept first (as hyper-util's pool does): one warm connection carries
         // back-to-back exchanges, and the others stay idle rather than taking turns.
-        let ready = kept.iter().rposition(SendRequest::is_ready)?;
-        Some(kept.remove(ready))
+        let ready = kept.iter().rposition(|kept| kept.sender.is_ready())?;
+        Some(kept.remove(ready).sender)
     }
 
     fn keep(&self, sender: SendRequest<Full<Bytes>>) {
         let mut kept = self.lock();
         if kept.len() < MAX_KEPT && !sender.is_closed() {
-            kept.push(sender);
+            kept.push(Kept {
+                sender,
+                since: Instant::now(),
+            });
         }
         // Otherwise dropped: the connection closes once its exchange is over.
     }
@@ -292,7 +318,12 @@ mod tests {
     #[tokio::test]
     async fn sequential_requests_reuse_one_connection() {
         let (uri, connections) = server().await;
-        let lane = LaneConnections::new(uri.clone(), Duration::from_secs(1), tracing::Span::none());
+        let lane = LaneConnections::new(
+            uri.clone(),
+            Duration::from_secs(1),
+            Duration::from_secs(30),
+            tracing::Span::none(),
+        );
         for _ in 0..20 {
             let response = lane.request(get(&uri)).await.unwrap();
             let body = response.into_body().collect().await.unwrap().to_bytes();
@@ -308,7 +339,12 @@ mod tests {
     #[tokio::test]
     async fn a_busy_connection_is_not_reused_and_extra_ones_are_closed() {
         let (uri, connections) = server().await;
-        let lane = LaneConnections::new(uri.clone(), Duration::from_secs(1), tracing::Span::none());
+        let lane = LaneConnections::new(
+            uri.clone(),
+            Duration::from_secs(1),
+            Duration::from_secs(30),
+            tracing::Span::none(),
+        );
         // Response heads read, bodies still streaming: every connection stays busy.
         let mut open = Vec::new();
         for _ in 0..MAX_KEPT + 2 {
@@ -329,7 +365,12 @@ mod tests {
     #[tokio::test]
     async fn connections_the_server_closes_are_replaced() {
         let (uri, connections) = server_with(false).await;
-        let lane = LaneConnections::new(uri.clone(), Duration::from_secs(1), tracing::Span::none());
+        let lane = LaneConnections::new(
+            uri.clone(),
+            Duration::from_secs(1),
+            Duration::from_secs(30),
+            tracing::Span::none(),
+        );
         for _ in 0..5 {
             let response = lane.request(get(&uri)).await.unwrap();
             response.into_body().collect().await.unwrap();
@@ -345,8 +386,34 @@ mod tests {
             .parse()
             .unwrap();
         drop(listener);
-        let lane = LaneConnections::new(uri.clone(), Duration::from_secs(1), tracing::Span::none());
+        let lane = LaneConnections::new(
+            uri.clone(),
+            Duration::from_secs(1),
+            Duration::from_secs(30),
+            tracing::Span::none(),
+        );
         let error = lane.request(get(&uri)).await.unwrap_err();
         assert!(error.is_connect(), "{error:?}");
+    }
+
+    #[tokio::test]
+    async fn a_connection_idle_past_the_timeout_is_replaced() {
+        let (uri, connections) = server().await;
+        let lane = LaneConnections::new(
+            uri.clone(),
+            Duration::from_secs(1),
+            Duration::from_millis(100),
+            tracing::Span::none(),
+        );
+        let response = lane.request(get(&uri)).await.unwrap();
+        response.into_body().collect().await.unwrap();
+        let response = lane.request(get(&uri)).await.unwrap();
+        response.into_body().collect().await.unwrap();
+        assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 1);
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let response = lane.request(get(&uri)).await.unwrap();
+        response.into_body().collect().await.unwrap();
+        assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 2);
+        assert_eq!(lane.kept(), 1);
     }
 }
