@@ -132,10 +132,10 @@ pub struct Args {
     #[arg(long, default_value = "5m", value_parser = humantime::parse_duration, value_name = "DURATION")]
     pub call_timeout: Duration,
 
-    /// Threads that run the proxy (tokio workers). One thread carries about 25,000 pass-through
-    /// calls/s on the benchmark machine and leaves the other cores to the legacy server, which
-    /// usually shares the host (a stdio backend always does); raise it when the proxy has cores
-    /// of its own and more traffic than that
+    /// Threads that run the proxy (tokio workers). At ~32 µs of CPU per pass-through call (the
+    /// benchmark machine) one thread has room for ~30,000 calls/s, and the other cores stay with
+    /// the legacy server, which usually shares the host (a stdio backend always does); raise it
+    /// when the proxy has cores of its own and more traffic than that
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..), value_name = "N")]
     pub worker_threads: u16,
 
