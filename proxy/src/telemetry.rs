@@ -60,12 +60,12 @@ type BoxedLayer = Box<dyn tracing_subscriber::Layer<Base> + Send + Sync>;
 /// The target of the per-request span ([`request_span`]).
 pub const REQUEST_TARGET: &str = "mcp_mrtr_proxy::request";
 
-/// The span of one front request. `debug` level: formatting its fields for the log cost ~6 % of
-/// a pass-through call's instructions, so the log shows it only when asked for
+/// The span of one front request. `debug` level: formatting its fields for the log cost 8.7 % of
+/// a pass-through call's instructions (bench/PROXY.md), so the log shows it only when asked for
 /// (`--log-level info,mcp_mrtr_proxy::request=debug`); the OTLP exporter always gets it.
 pub fn request_span(request: &FrontRequest, front: &'static str) -> tracing::Span {
     tracing::debug_span!(
-        target: "mcp_mrtr_proxy::request",
+        target: REQUEST_TARGET,
         "request",
         otel.name = %request.method,
         otel.kind = "server",

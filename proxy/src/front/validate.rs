@@ -161,18 +161,7 @@ pub fn validate(
     headers: Option<&http::HeaderMap>,
     principal: Principal,
 ) -> Result<Validated, Rejection> {
-    let mut validated = check(message, headers, principal)?;
-    if let (
-        Validated::Request(request),
-        Message::Request {
-            params: Some(params),
-            ..
-        },
-    ) = (&mut validated, message)
-    {
-        request.params = params.clone();
-    }
-    Ok(validated)
+    validate_owned(message.clone(), headers, principal)
 }
 
 /// [`validate`] for a message the caller no longer needs: the request's `params` are moved into
