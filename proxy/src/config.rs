@@ -107,7 +107,8 @@ pub struct Args {
     #[arg(long, default_value = "30s", value_parser = humantime::parse_duration, value_name = "DURATION")]
     pub body_read_timeout: Duration,
 
-    /// Most requests served at once on the HTTP front (more: 503 with Retry-After)
+    /// Most requests served at once (more: HTTP 503 with Retry-After; on stdio the same -32000
+    /// error as a JSON-RPC response)
     #[arg(long, default_value_t = limits::DEFAULT_MAX_CONCURRENT_REQUESTS, value_name = "N")]
     pub max_concurrent_requests: usize,
 

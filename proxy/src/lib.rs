@@ -133,7 +133,14 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
     let handler: Arc<dyn front::Handler> = engine.clone();
     if args.stdio {
         let stdin = tokio::io::BufReader::new(tokio::io::stdin());
-        front::stdio::serve_stdio(stdin, tokio::io::stdout(), handler, shutdown.clone()).await?;
+        front::stdio::serve_stdio(
+            stdin,
+            tokio::io::stdout(),
+            handler,
+            args.max_concurrent_requests,
+            shutdown.clone(),
+        )
+        .await?;
     } else {
         let listener = tokio::net::TcpListener::bind(args.listen)
             .await

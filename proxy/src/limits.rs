@@ -88,7 +88,7 @@ pub fn limit_error(message: impl Into<String>, limit: &str, value: u64) -> Error
     ErrorObject::new(LIMIT_EXCEEDED, message).with_data(json!({"limit": limit, "max": value}))
 }
 
-/// Concurrent requests on the HTTP front.
+/// Concurrent requests on a front (HTTP: per request and its response stream; stdio: per request).
 #[derive(Debug, Clone)]
 pub struct RequestGate {
     semaphore: Arc<Semaphore>,

@@ -24,6 +24,10 @@ struct Stdio {
 }
 
 fn start() -> Stdio {
+    start_with_limit(1024)
+}
+
+fn start_with_limit(max_concurrent_requests: usize) -> Stdio {
     let (input, server_in) = tokio::io::duplex(1 << 16);
     let (server_out, output) = tokio::io::duplex(1 << 16);
     let (handler, events) = TestHandler::new();
@@ -32,6 +36,7 @@ fn start() -> Stdio {
         BufReader::new(server_in),
         server_out,
         handler,
+        max_concurrent_requests,
         shutdown.clone(),
     ));
     Stdio {
@@ -294,6 +299,36 @@ async fn duplicate_ids_in_flight_are_refused() {
     // And right after a final response, too.
     stdio.send(&call(json!(1), "echo", json!({}))).await;
     assert_eq!(stdio.next().await["result"]["resultType"], "complete");
+}
+
+#[tokio::test]
+async fn requests_beyond_the_concurrency_limit_are_refused_until_one_ends() {
+    let mut stdio = start_with_limit(2);
+    for id in [1, 2] {
+        stdio.send(&call(json!(id), "hang", json!({}))).await;
+        assert_eq!(stdio.next().await["method"], "notifications/progress");
+    }
+    stdio.send(&call(json!(3), "echo", json!({}))).await;
+    let error = stdio.next().await;
+    assert_eq!(error["id"], 3, "{error}");
+    assert_eq!(error["error"]["code"], -32000, "{error}");
+    assert_eq!(
+        error["error"]["data"]["limit"], "max-concurrent-requests",
+        "{error}"
+    );
+    Schema::load().assert_error_response(&error);
+    // A cancelled request frees its place.
+    stdio
+        .send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}))
+        .await;
+    expect_event(&mut stdio.events, |event| *event == Event::Closed(json!(1))).await;
+    stdio.send(&call(json!(4), "echo", json!({}))).await;
+    assert_eq!(stdio.next().await["result"]["resultType"], "complete");
+    // So does a finished one: the limit is on requests running, not on requests ever made.
+    for id in 5..10 {
+        stdio.send(&call(json!(id), "echo", json!({}))).await;
+        assert_eq!(stdio.next().await["result"]["resultType"], "complete");
+    }
 }
 
 #[tokio::test]

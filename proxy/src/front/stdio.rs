@@ -9,6 +9,8 @@
 //! - Unreadable lines get a JSON-RPC error without an `id` (2026-07-28's `RequestId` cannot be
 //!   `null`); invalid requests get their error with their id; invalid notifications and
 //!   responses from the client are logged and dropped (notifications are never answered).
+//! - At most `max_concurrent_requests` requests run at once (`--max-concurrent-requests`, as on
+//!   HTTP); one more gets the same `-32000` overload error with its id, at once.
 //! - EOF on stdin stops reading; requests in flight still finish unless `shutdown` is cancelled,
 //!   which stops everything at once.
 
@@ -27,6 +29,7 @@ use super::http::{handler_gone, start_handler};
 use super::validate::{self, error_response, Rejection, Validated};
 use super::{Handler, Outgoing, Principal, ResponseSink, SINK_CAPACITY};
 use crate::jsonrpc::{codes, ErrorObject, Message, ParseError};
+use crate::limits::RequestGate;
 
 /// Longer lines are refused (`-32600`) and skipped.
 pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
@@ -40,6 +43,7 @@ pub async fn serve_stdio<R, W>(
     mut reader: R,
     writer: W,
     handler: Arc<dyn Handler>,
+    max_concurrent_requests: usize,
     shutdown: CancellationToken,
 ) -> std::io::Result<()>
 where
@@ -51,6 +55,7 @@ where
     let (lines, line_rx) = mpsc::channel::<String>(256);
     let writer_task = tokio::spawn(write_lines(writer, line_rx, stop.clone()));
     let in_flight: InFlightTable = Arc::default();
+    let gate = RequestGate::new(max_concurrent_requests);
     let forwarders = TaskTracker::new();
     let mut generation = 0u64;
     let mut buffer = Vec::new();
@@ -87,6 +92,7 @@ where
                             handler: handler.as_ref(),
                             lines: &lines,
                             in_flight: &in_flight,
+                            gate: &gate,
                             forwarders: &forwarders,
                             stop: &stop,
                         };
@@ -152,6 +158,7 @@ struct Context<'a> {
     handler: &'a dyn Handler,
     lines: &'a mpsc::Sender<String>,
     in_flight: &'a InFlightTable,
+    gate: &'a RequestGate,
     forwarders: &'a TaskTracker,
     stop: &'a CancellationToken,
 }
@@ -195,7 +202,7 @@ impl Context<'_> {
                 let id = request.id.clone();
                 let key = id_key(&id);
                 let cancel = self.stop.child_token();
-                {
+                let permit = {
                     let mut table = lock(self.in_flight);
                     if table.contains_key(&key) {
                         return Some(error_response(
@@ -206,6 +213,14 @@ impl Context<'_> {
                             ),
                         ));
                     }
+                    let Some(permit) = self.gate.try_enter() else {
+                        crate::metrics::global().rejection("limit_concurrent_requests");
+                        tracing::warn!(
+                            max = self.gate.max(),
+                            "refused a request: too many requests running (--max-concurrent-requests)"
+                        );
+                        return Some(error_response(Some(&id), &self.gate.overload_error()));
+                    };
                     table.insert(
                         key.clone(),
                         InFlight {
@@ -213,7 +228,8 @@ impl Context<'_> {
                             cancel: cancel.clone(),
                         },
                     );
-                }
+                    permit
+                };
                 let span = crate::telemetry::request_span(&request, "stdio");
                 let (tx, rx) = mpsc::channel(SINK_CAPACITY);
                 let sink = ResponseSink::new(tx).observed(&request.method);
@@ -226,6 +242,7 @@ impl Context<'_> {
                     lines: self.lines.clone(),
                     cancel,
                     in_flight: self.in_flight.clone(),
+                    permit: Some(permit),
                 };
                 self.forwarders.spawn(forwarder.run().instrument(span));
                 None
@@ -244,6 +261,8 @@ struct Forwarder {
     lines: mpsc::Sender<String>,
     cancel: CancellationToken,
     in_flight: InFlightTable,
+    /// This request's place under `--max-concurrent-requests`.
+    permit: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 impl Forwarder {
@@ -279,7 +298,8 @@ impl Forwarder {
         // Dropping `self.rx` here closes the engine's sink.
     }
 
-    fn forget(&self) {
+    fn forget(&mut self) {
+        self.permit.take();
         let mut table = lock(&self.in_flight);
         if table
             .get(&self.key)
