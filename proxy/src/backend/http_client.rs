@@ -303,6 +303,21 @@ mod tests {
         server_with(true).await
     }
 
+    fn lane_for(uri: &Uri) -> LaneConnections {
+        LaneConnections::new(
+            uri.clone(),
+            Duration::from_secs(1),
+            Duration::from_secs(30),
+            tracing::Span::none(),
+        )
+    }
+
+    /// One `GET /mcp` on `lane`, body read to the end.
+    async fn round_trip(lane: &LaneConnections, uri: &Uri) -> Bytes {
+        let response = lane.request(get(uri)).await.unwrap();
+        response.into_body().collect().await.unwrap().to_bytes()
+    }
+
     fn get(uri: &Uri) -> Request<Full<Bytes>> {
         get_path(uri, "/mcp")
     }
@@ -318,15 +333,9 @@ mod tests {
     #[tokio::test]
     async fn sequential_requests_reuse_one_connection() {
         let (uri, connections) = server().await;
-        let lane = LaneConnections::new(
-            uri.clone(),
-            Duration::from_secs(1),
-            Duration::from_secs(30),
-            tracing::Span::none(),
-        );
+        let lane = lane_for(&uri);
         for _ in 0..20 {
-            let response = lane.request(get(&uri)).await.unwrap();
-            let body = response.into_body().collect().await.unwrap().to_bytes();
+            let body = round_trip(&lane, &uri).await;
             assert_eq!(
                 body,
                 format!("/mcp {}", uri.authority().unwrap()).as_bytes()
@@ -339,12 +348,7 @@ mod tests {
     #[tokio::test]
     async fn a_busy_connection_is_not_reused_and_extra_ones_are_closed() {
         let (uri, connections) = server().await;
-        let lane = LaneConnections::new(
-            uri.clone(),
-            Duration::from_secs(1),
-            Duration::from_secs(30),
-            tracing::Span::none(),
-        );
+        let lane = lane_for(&uri);
         // Response heads read, bodies still streaming: every connection stays busy.
         let mut open = Vec::new();
         for _ in 0..MAX_KEPT + 2 {
@@ -365,15 +369,9 @@ mod tests {
     #[tokio::test]
     async fn connections_the_server_closes_are_replaced() {
         let (uri, connections) = server_with(false).await;
-        let lane = LaneConnections::new(
-            uri.clone(),
-            Duration::from_secs(1),
-            Duration::from_secs(30),
-            tracing::Span::none(),
-        );
+        let lane = lane_for(&uri);
         for _ in 0..5 {
-            let response = lane.request(get(&uri)).await.unwrap();
-            response.into_body().collect().await.unwrap();
+            round_trip(&lane, &uri).await;
         }
         assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 5);
         assert!(lane.kept() <= 1);
@@ -386,12 +384,7 @@ mod tests {
             .parse()
             .unwrap();
         drop(listener);
-        let lane = LaneConnections::new(
-            uri.clone(),
-            Duration::from_secs(1),
-            Duration::from_secs(30),
-            tracing::Span::none(),
-        );
+        let lane = lane_for(&uri);
         let error = lane.request(get(&uri)).await.unwrap_err();
         assert!(error.is_connect(), "{error:?}");
     }
@@ -405,14 +398,11 @@ mod tests {
             Duration::from_millis(100),
             tracing::Span::none(),
         );
-        let response = lane.request(get(&uri)).await.unwrap();
-        response.into_body().collect().await.unwrap();
-        let response = lane.request(get(&uri)).await.unwrap();
-        response.into_body().collect().await.unwrap();
+        round_trip(&lane, &uri).await;
+        round_trip(&lane, &uri).await;
         assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 1);
         tokio::time::sleep(Duration::from_millis(250)).await;
-        let response = lane.request(get(&uri)).await.unwrap();
-        response.into_body().collect().await.unwrap();
+        round_trip(&lane, &uri).await;
         assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 2);
         assert_eq!(lane.kept(), 1);
     }
