@@ -213,6 +213,16 @@ fn with(mut headers: Headers, name: &str, value: Option<&[u8]>) -> Headers {
     headers
 }
 
+/// A POST of `body` to `path` with the headers a conforming client sends.
+fn mcp_request(path: &str, body: &Value) -> http::Request<TestBody> {
+    build(
+        Method::POST,
+        path,
+        &mcp_headers(body),
+        full(body.to_string()),
+    )
+}
+
 async fn post_raw(addr: SocketAddr, headers: &Headers, body: impl Into<Bytes>) -> Reply {
     let mut client = connect(addr).await;
     let response = client
@@ -629,27 +639,13 @@ async fn only_post_on_the_endpoint() {
     }
     let body = call(json!(1), "echo", json!({}));
     let mut client = connect(server.addr).await;
-    let response = client
-        .send(build(
-            Method::POST,
-            "/other",
-            &mcp_headers(&body),
-            full(body.to_string()),
-        ))
-        .await;
+    let response = client.send(mcp_request("/other", &body)).await;
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
     let reply = get(server.addr, Method::POST, "/healthz", &vec![]).await;
     assert_eq!(reply.status, StatusCode::METHOD_NOT_ALLOWED);
     // The query string does not matter.
     let mut client = connect(server.addr).await;
-    let response = client
-        .send(build(
-            Method::POST,
-            "/mcp?x=1",
-            &mcp_headers(&body),
-            full(body.to_string()),
-        ))
-        .await;
+    let response = client.send(mcp_request("/mcp?x=1", &body)).await;
     assert_eq!(response.status(), StatusCode::OK);
 }
 
@@ -716,14 +712,7 @@ async fn metrics_count_front_requests_and_rejections() {
     let before = scrape().await;
     let body = call(json!(1), "echo", json!({}));
     let mut client = connect(server.addr).await;
-    let response = client
-        .send(build(
-            Method::POST,
-            "/mcp",
-            &mcp_headers(&body),
-            full(body.to_string()),
-        ))
-        .await;
+    let response = client.send(mcp_request("/mcp", &body)).await;
     assert_eq!(response.status(), StatusCode::OK);
     let mut headers = mcp_headers(&body);
     for (name, value) in &mut headers {
@@ -907,14 +896,7 @@ async fn a_disconnect_mid_stream_closes_the_sink() {
     let mut server = start(|_| {}).await;
     let body = call(json!("h-1"), "hang", json!({}));
     let mut client = connect(server.addr).await;
-    let response = client
-        .send(build(
-            Method::POST,
-            "/mcp",
-            &mcp_headers(&body),
-            full(body.to_string()),
-        ))
-        .await;
+    let response = client.send(mcp_request("/mcp", &body)).await;
     assert_eq!(response.headers()["content-type"], "text/event-stream");
     let mut body = response.into_body();
     let first = tokio::time::timeout(Duration::from_secs(5), body.frame())
@@ -940,12 +922,7 @@ async fn a_disconnect_before_the_first_item_closes_the_sink() {
     let mut server = start(|_| {}).await;
     let body = call(json!("q-1"), "hang_quiet", json!({}));
     let mut client = connect(server.addr).await;
-    let request = build(
-        Method::POST,
-        "/mcp",
-        &mcp_headers(&body),
-        full(body.to_string()),
-    );
+    let request = mcp_request("/mcp", &body);
     let pending = tokio::spawn(async move {
         let _ = client.sender.send_request(request).await;
         drop(client);
@@ -966,14 +943,7 @@ async fn quiet_streams_get_keep_alive_comments() {
     let mut server = start(|config| config.sse_keep_alive = Some(Duration::from_millis(50))).await;
     let body = call(json!("k"), "hang", json!({}));
     let mut client = connect(server.addr).await;
-    let response = client
-        .send(build(
-            Method::POST,
-            "/mcp",
-            &mcp_headers(&body),
-            full(body.to_string()),
-        ))
-        .await;
+    let response = client.send(mcp_request("/mcp", &body)).await;
     let mut body = response.into_body();
     let mut seen = String::new();
     while !seen.contains("\n:\n") && !seen.starts_with(":\n") {
@@ -1003,14 +973,7 @@ async fn several_requests_share_a_connection() {
             if id == 1 { "progress" } else { "echo" },
             json!({}),
         );
-        let response = client
-            .send(build(
-                Method::POST,
-                "/mcp",
-                &mcp_headers(&body),
-                full(body.to_string()),
-            ))
-            .await;
+        let response = client.send(mcp_request("/mcp", &body)).await;
         let reply = Reply::read(response).await;
         let last = if id == 1 {
             reply.events().pop().unwrap()
@@ -1045,25 +1008,11 @@ async fn shutdown_stops_accepting_and_returns() {
     // An idle keep-alive connection and a stream that never ends.
     let mut idle = connect(server.addr).await;
     let body = call(json!(1), "echo", json!({}));
-    let response = idle
-        .send(build(
-            Method::POST,
-            "/mcp",
-            &mcp_headers(&body),
-            full(body.to_string()),
-        ))
-        .await;
+    let response = idle.send(mcp_request("/mcp", &body)).await;
     Reply::read(response).await;
     let mut hanging = connect(server.addr).await;
     let body = call(json!(2), "hang", json!({}));
-    let response = hanging
-        .send(build(
-            Method::POST,
-            "/mcp",
-            &mcp_headers(&body),
-            full(body.to_string()),
-        ))
-        .await;
+    let response = hanging.send(mcp_request("/mcp", &body)).await;
     assert_eq!(response.status(), StatusCode::OK);
 
     server.shutdown.cancel();
