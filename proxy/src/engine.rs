@@ -24,6 +24,7 @@ use crate::capabilities::CapabilityProfile;
 use crate::front::{FrontRequest, Handler, ResponseSink};
 use crate::jsonrpc::{codes, ErrorObject, Message, RawResult, Reply};
 use crate::limits::{self, CallLimits, StoreHealth};
+use crate::param_headers::{ToolHeaderIndex, ToolHeaders};
 use crate::state::{now_ms, params_digest, Claims, PauseId, Sealer};
 use crate::store::{ClaimError, PauseRecord, PauseStatus, PauseStore};
 
@@ -53,6 +54,12 @@ const INPUT_METHODS: &[&str] = &["elicitation/create", "sampling/createMessage",
 /// How long a call over an HTTP backend waits after its legacy response for log notifications
 /// still on the way (they travel on another stream), when the front request asked for logs.
 const LOG_LINGER: Duration = Duration::from_millis(100);
+/// A `Mcp-Param-*` mismatch is checked again against a fresh legacy `tools/list` when what the
+/// proxy knows is older than this (the legacy server may have changed a tool without saying so;
+/// a client that sees the mismatch lists the tools again and retries).
+const TOOL_HEADERS_RECHECK_AFTER: Duration = Duration::from_secs(2);
+/// The most `tools/list` pages read to learn the tools' annotations.
+const TOOL_LIST_MAX_PAGES: usize = 100;
 /// How long a new call waits for a lane before the oldest paused call is evicted to free one.
 const LEASE_PATIENCE: Duration = Duration::from_secs(2);
 /// How long a finished, expired, cancelled or lost pause record is kept after its deadline (the
@@ -151,6 +158,8 @@ pub struct Engine {
     live: Mutex<HashMap<PauseId, LiveCall>>,
     warned: Mutex<HashSet<(String, RuleId)>>,
     store_health: Arc<StoreHealth>,
+    /// The legacy tools' `x-mcp-header` annotations, for the `Mcp-Param-*` check.
+    tool_headers: ToolHeaderIndex,
     /// Set when shutdown begins: calls in flight may finish, none pauses any more, and
     /// `/readyz` answers 503 (see [`Engine::begin_drain`]).
     draining: std::sync::atomic::AtomicBool,
@@ -199,6 +208,7 @@ impl Engine {
             live: Mutex::new(HashMap::new()),
             warned: Mutex::new(HashSet::new()),
             store_health: Arc::new(store_health),
+            tool_headers: ToolHeaderIndex::default(),
             draining: std::sync::atomic::AtomicBool::new(false),
         })
     }
@@ -456,6 +466,10 @@ impl Engine {
         profile: CapabilityProfile,
         sink: ResponseSink,
     ) {
+        if let Err(error) = self.check_param_headers(&request, &profile).await {
+            sink.finish(request.id, Err(error)).await;
+            return;
+        }
         let state = request.params.get("requestState").cloned();
         match state {
             None => self.start(request, profile, sink).await,
@@ -468,6 +482,121 @@ impl Engine {
                 .await;
             }
         }
+    }
+
+    /// The `Mcp-Param-*` check of a `tools/call` over Streamable HTTP ([`crate::param_headers`]):
+    /// `-32020` when the headers disagree with `arguments`. Decided before anything reaches the
+    /// legacy server or the response starts.
+    async fn check_param_headers(
+        &self,
+        request: &FrontRequest,
+        profile: &CapabilityProfile,
+    ) -> Result<(), ErrorObject> {
+        let Some(headers) = request.param_headers.as_ref() else {
+            return Ok(());
+        };
+        let Some(name) = request.params.get("name").and_then(Value::as_str) else {
+            return Ok(());
+        };
+        let arguments = request.params.get("arguments");
+        let verdict = |known: &ToolHeaders| {
+            known.tools.get(name).map_or(Ok(()), |params| {
+                crate::param_headers::check(params, arguments, headers)
+            })
+        };
+        let known = self.tool_headers(profile, None).await?;
+        let mut outcome = verdict(&known);
+        if outcome.is_err() && known.loaded.elapsed() >= TOOL_HEADERS_RECHECK_AFTER {
+            let fresh = self.tool_headers(profile, Some(known.loaded)).await?;
+            outcome = verdict(&fresh);
+        }
+        outcome.map_err(|problem| {
+            crate::metrics::global().rejection("header_mismatch");
+            debug!(tool = name, %problem, "refused a tools/call: Mcp-Param header mismatch");
+            ErrorObject::new(
+                codes::HEADER_MISMATCH,
+                format!("Header mismatch: {problem}"),
+            )
+        })
+    }
+
+    /// What the legacy `tools/list` says of the tools' annotations for `profile`: known and
+    /// current, or fetched now (one fetch at a time; a list change makes it stale).
+    /// `newer_than`: refetch unless what is known was loaded after that instant.
+    async fn tool_headers(
+        &self,
+        profile: &CapabilityProfile,
+        newer_than: Option<std::time::Instant>,
+    ) -> Result<Arc<ToolHeaders>, ErrorObject> {
+        let fresh_enough = |known: &ToolHeaders| newer_than.is_none_or(|at| known.loaded > at);
+        let generation = self.pool.tools_generation();
+        if let Some(known) = self.tool_headers.current(profile, generation) {
+            if fresh_enough(&known) {
+                return Ok(known);
+            }
+        }
+        let _loading = self.tool_headers.loading.lock().await;
+        // Read before the fetch: a change announced during it leaves the result stale.
+        let generation = self.pool.tools_generation();
+        if let Some(known) = self.tool_headers.current(profile, generation) {
+            if fresh_enough(&known) {
+                return Ok(known);
+            }
+        }
+        let mut headers = ToolHeaders {
+            generation,
+            loaded: std::time::Instant::now(),
+            tools: HashMap::new(),
+        };
+        let lane = self
+            .pool
+            .shared(profile)
+            .await
+            .map_err(|error| internal(error.to_string()))?;
+        let mut cursor: Option<String> = None;
+        for _ in 0..TOOL_LIST_MAX_PAGES {
+            let params = match &cursor {
+                Some(cursor) => json!({ "cursor": cursor }),
+                None => json!({}),
+            };
+            let call = lane
+                .request("tools/list", params)
+                .await
+                .map_err(|error| internal(error.to_string()))?;
+            let response = tokio::time::timeout(self.settings.request_timeout, call.response)
+                .await
+                .map_err(|_| {
+                    internal(BackendError::Timeout(self.settings.request_timeout).to_string())
+                })?;
+            let page = match response {
+                // The server lists no tools (no `tools` capability, or it failed): nothing to
+                // check against; its answer to the call itself will say more.
+                Ok(Ok(Err(error))) => {
+                    debug!(code = error.code, message = %error.message,
+                        "the legacy tools/list failed: no Mcp-Param headers are checked");
+                    break;
+                }
+                other => flatten(other)?.into_value()?,
+            };
+            for (tool, reason) in headers.add_page(&page) {
+                warn!(
+                    tool = %tool,
+                    %reason,
+                    "legacy tool with invalid x-mcp-header annotations: 2026-07-28 clients drop it, \
+                     and the proxy checks none of its Mcp-Param headers"
+                );
+            }
+            cursor = page
+                .get("nextCursor")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            if cursor.is_none() {
+                break;
+            }
+        }
+        let headers = Arc::new(headers);
+        self.tool_headers.store(profile, Arc::clone(&headers));
+        Ok(headers)
     }
 
     async fn start(

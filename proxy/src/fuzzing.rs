@@ -99,7 +99,13 @@ impl LegacyRouter {
     /// A lane with `roots`, leased or not, with `pending` requests of its own in flight (legacy
     /// ids `0..pending`).
     pub fn new(leased: bool, pending: usize, roots: Vec<String>) -> LegacyRouter {
-        let core = LaneCore::new(1, CapabilityProfile::default(), "fuzz", roots);
+        let core = LaneCore::new(
+            1,
+            CapabilityProfile::default(),
+            "fuzz",
+            roots,
+            Arc::default(),
+        );
         let sent = Arc::new(Capture::default());
         core.set_outbound(Box::new(CaptureOutbound(Arc::clone(&sent))));
         let mut calls = Vec::new();

@@ -26,6 +26,7 @@ pub mod fuzzing;
 pub mod jsonrpc;
 pub mod limits;
 pub mod metrics;
+pub mod param_headers;
 pub mod state;
 pub mod store;
 pub mod telemetry;

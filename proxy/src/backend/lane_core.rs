@@ -76,6 +76,8 @@ pub(crate) struct LaneCore {
     pub span: Span,
     pub created: Instant,
     roots: Vec<String>,
+    /// The pool's count of `notifications/tools/list_changed` received (on any lane).
+    tools_changed: Arc<AtomicU64>,
     next_id: AtomicU64,
     next_token: AtomicU64,
     state: Mutex<CoreState>,
@@ -114,6 +116,7 @@ impl LaneCore {
         profile: CapabilityProfile,
         transport: &'static str,
         roots: Vec<String>,
+        tools_changed: Arc<AtomicU64>,
     ) -> Arc<Self> {
         // A root span: a lane outlives the request that started it, and a parent span stays open
         // as long as its children (its trace would never be exported).
@@ -131,6 +134,7 @@ impl LaneCore {
             span,
             created: Instant::now(),
             roots,
+            tools_changed,
             next_id: AtomicU64::new(0),
             next_token: AtomicU64::new(0),
             state: Mutex::new(CoreState::default()),
@@ -542,6 +546,11 @@ impl LaneCore {
     }
 
     fn route_notification(&self, method: String, params: Value) {
+        if method == "notifications/tools/list_changed" {
+            // Tool annotations learnt earlier (`Mcp-Param-*` checks) are stale now. The
+            // notification still goes on to the lease or the log.
+            self.tools_changed.fetch_add(1, Ordering::SeqCst);
+        }
         let mut state = self.state();
         if method == "notifications/progress" {
             if let Some(token) = params.get("progressToken") {
@@ -631,6 +640,7 @@ mod tests {
             CapabilityProfile::default(),
             "test",
             roots.iter().map(|r| r.to_string()).collect(),
+            Arc::default(),
         );
         let capture = Arc::new(Capture::default());
         core.set_outbound(Box::new(Arc::clone(&capture)));
@@ -643,6 +653,33 @@ mod tests {
             method: method.into(),
             params: None,
         }
+    }
+
+    #[tokio::test]
+    async fn tool_list_changes_are_counted_for_the_pool() {
+        let changes = Arc::new(AtomicU64::new(0));
+        let core = LaneCore::new(
+            1,
+            CapabilityProfile::default(),
+            "test",
+            Vec::new(),
+            Arc::clone(&changes),
+        );
+        let notification = |method: &str| Message::Notification {
+            method: method.into(),
+            params: None,
+        };
+        core.handle(notification("notifications/prompts/list_changed"));
+        assert_eq!(changes.load(Ordering::SeqCst), 0);
+        core.handle(notification("notifications/tools/list_changed"));
+        // Leased: still counted, and still delivered to the lease.
+        let (_generation, mut events) = core.attach_lease();
+        core.handle(notification("notifications/tools/list_changed"));
+        assert_eq!(changes.load(Ordering::SeqCst), 2);
+        assert!(matches!(
+            events.try_recv(),
+            Ok(BackendEvent::Notification { method, .. }) if method == "notifications/tools/list_changed"
+        ));
     }
 
     #[tokio::test]

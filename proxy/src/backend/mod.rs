@@ -422,6 +422,8 @@ struct PoolShared {
     state: Mutex<PoolState>,
     changed: Notify,
     next_lane: AtomicU64,
+    /// `notifications/tools/list_changed` received from any lane ([`LanePool::tools_generation`]).
+    tools_changed: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for PoolShared {
@@ -526,7 +528,13 @@ impl PoolShared {
             BackendSpec::Stdio { .. } => "stdio",
             BackendSpec::Http { .. } => "http",
         };
-        let core = LaneCore::new(id, profile.clone(), transport, self.settings.roots.clone());
+        let core = LaneCore::new(
+            id,
+            profile.clone(),
+            transport,
+            self.settings.roots.clone(),
+            Arc::clone(&self.tools_changed),
+        );
         let init_timeout = self.settings.request_timeout.min(MAX_INIT_TIMEOUT);
         let started = match &self.spec {
             BackendSpec::Stdio { program, args } => stdio::StdioLane::start(
@@ -716,6 +724,7 @@ impl LanePool {
                 state: Mutex::new(PoolState::default()),
                 changed: Notify::new(),
                 next_lane: AtomicU64::new(1),
+                tools_changed: Arc::default(),
             }),
         })
     }
@@ -778,6 +787,12 @@ impl LanePool {
                 .initialized()
                 .clone()),
         }
+    }
+
+    /// How many `notifications/tools/list_changed` the legacy server sent so far (on any lane):
+    /// what was learnt from its `tools/list` before is stale once this moves.
+    pub fn tools_generation(&self) -> u64 {
+        self.shared.tools_changed.load(Ordering::SeqCst)
     }
 
     /// Whether a live, initialized lane exists right now (for `/healthz`).

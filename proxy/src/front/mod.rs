@@ -101,6 +101,10 @@ pub struct FrontRequest {
     /// `_meta.progressToken`, when sent.
     pub progress_token: Option<Value>,
     pub principal: Principal,
+    /// The `Mcp-Param-*` headers of a `tools/call` over Streamable HTTP (possibly none); `None`
+    /// for other methods and on stdio, where nothing is mirrored. The engine checks them against
+    /// `arguments` ([`crate::param_headers`]).
+    pub param_headers: Option<Box<::http::HeaderMap>>,
 }
 
 /// What the engine sends back for one request.

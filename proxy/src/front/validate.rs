@@ -398,7 +398,25 @@ fn validate_request(
         log_level,
         progress_token,
         principal,
+        param_headers: headers
+            .filter(|_| method == "tools/call")
+            .map(mirrored_headers),
     }))
+}
+
+/// The `Mcp-Param-*` headers of a request, for the engine's check against the tool's annotations
+/// (which only the engine knows).
+fn mirrored_headers(headers: &http::HeaderMap) -> Box<http::HeaderMap> {
+    let mut mirrored = http::HeaderMap::new();
+    for (name, value) in headers {
+        if name
+            .as_str()
+            .starts_with(crate::param_headers::HEADER_PREFIX)
+        {
+            mirrored.append(name.clone(), value.clone());
+        }
+    }
+    Box::new(mirrored)
 }
 
 /// `-32601` for anything outside the 2026-07-28 request set; a legacy `initialize` (one that
@@ -452,7 +470,7 @@ fn unsupported_version(requested: &str) -> ErrorObject {
 
 /// The one value of a header, surrounding whitespace removed. Missing, repeated, or not visible
 /// ASCII is an error message naming the header.
-fn single_header<'a>(
+pub(crate) fn single_header<'a>(
     headers: &'a http::HeaderMap,
     name: &str,
     display: &str,

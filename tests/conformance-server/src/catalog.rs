@@ -70,6 +70,17 @@ pub fn tools() -> Vec<Value> {
                 "required": ["name"],
             },
         }),
+        // http-custom-header-server-validation (SEP-2243): a string parameter 2026-07-28 clients
+        // mirror into `Mcp-Param-Region`; the proxy checks the header against the body.
+        json!({
+            "name": "test_header_param",
+            "description": "Echoes the region, which clients mirror into Mcp-Param-Region",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+                "required": ["region"],
+            },
+        }),
         // json-schema-2020-12: the raw schema must survive tools/list unchanged.
         json!({
             "name": "json_schema_2020_12_tool",
@@ -225,6 +236,13 @@ pub fn static_tool_result(name: &str, arguments: &JsonObject) -> Option<Value> {
                 .and_then(Value::as_str)
                 .unwrap_or("World");
             json!([{"type": "text", "text": format!("Hello, {name}!")}])
+        }
+        "test_header_param" => {
+            let region = arguments
+                .get("region")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            json!([{"type": "text", "text": format!("region: {region}")}])
         }
         "json_schema_2020_12_tool" => json!([{
             "type": "text",

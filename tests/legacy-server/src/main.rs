@@ -57,6 +57,18 @@ struct DeleteArgs {
     path: String,
 }
 
+/// `route_query`: the region is annotated for 2026-07-28 clients, which mirror it into the
+/// `Mcp-Param-Region` header (SEP-2243). A legacy server may carry the annotation; the proxy
+/// checks the header.
+#[derive(Debug, Deserialize, JsonSchema)]
+struct RouteArgs {
+    /// The region to run the query in.
+    #[schemars(extend("x-mcp-header" = "Region"))]
+    region: String,
+    /// The query.
+    query: String,
+}
+
 #[derive(Debug, Deserialize, JsonSchema)]
 struct CountArgs {
     /// How many progress notifications to send (at most 100).
@@ -112,6 +124,16 @@ impl FixtureServer {
     #[tool(description = "Return the text unchanged")]
     fn echo(&self, Parameters(TextArgs { text }): Parameters<TextArgs>) -> String {
         text
+    }
+
+    #[tool(
+        description = "Run a query in a region (2026-07-28 clients send it as Mcp-Param-Region)"
+    )]
+    fn route_query(
+        &self,
+        Parameters(RouteArgs { region, query }): Parameters<RouteArgs>,
+    ) -> String {
+        format!("{region}: {query}")
     }
 
     #[tool(description = "Ask the user for their name (form elicitation) and greet them")]
