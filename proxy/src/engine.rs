@@ -27,6 +27,7 @@ use crate::limits::{self, CallLimits, StoreHealth};
 use crate::param_headers::{ToolHeaderIndex, ToolHeaders};
 use crate::state::{now_ms, params_digest, Claims, PauseId, Sealer};
 use crate::store::{ClaimError, PauseRecord, PauseStatus, PauseStore};
+use crate::subscriptions::{ListenFilter, ResourceSubscriptions};
 
 /// The only protocol version the front speaks.
 pub const FRONT_VERSION: &str = "2026-07-28";
@@ -160,6 +161,10 @@ pub struct Engine {
     store_health: Arc<StoreHealth>,
     /// The legacy tools' `x-mcp-header` annotations, for the `Mcp-Param-*` check.
     tool_headers: ToolHeaderIndex,
+    /// The legacy `resources/subscribe`s of the `subscriptions/listen` streams.
+    resource_subscriptions: ResourceSubscriptions,
+    /// Cancelled when shutdown begins: listen streams end with their `complete` result.
+    drained: tokio_util::sync::CancellationToken,
     /// Set when shutdown begins: calls in flight may finish, none pauses any more, and
     /// `/readyz` answers 503 (see [`Engine::begin_drain`]).
     draining: std::sync::atomic::AtomicBool,
@@ -209,6 +214,8 @@ impl Engine {
             warned: Mutex::new(HashSet::new()),
             store_health: Arc::new(store_health),
             tool_headers: ToolHeaderIndex::default(),
+            resource_subscriptions: ResourceSubscriptions::default(),
+            drained: tokio_util::sync::CancellationToken::new(),
             draining: std::sync::atomic::AtomicBool::new(false),
         })
     }
@@ -244,6 +251,7 @@ impl Engine {
     pub fn begin_drain(&self) {
         self.draining
             .store(true, std::sync::atomic::Ordering::Release);
+        self.drained.cancel();
     }
 
     pub fn is_draining(&self) -> bool {
@@ -349,6 +357,8 @@ impl Engine {
             self.pass_through(request, profile, sink).await;
         } else if CORRELATABLE.contains(&method.as_str()) {
             self.correlatable(request, profile, sink).await;
+        } else if method == "subscriptions/listen" {
+            self.listen(request, sink).await;
         } else {
             let error = ErrorObject::new(
                 codes::METHOD_NOT_FOUND,
@@ -356,6 +366,131 @@ impl Engine {
             );
             sink.finish(request.id, Err(error)).await;
         }
+    }
+
+    /// `subscriptions/listen` (T16, [`crate::subscriptions`]): acknowledge what the legacy
+    /// server can deliver of the filter, then forward its change notifications, tagged with the
+    /// subscription id, until the client leaves (or cancels), the proxy shuts down (a `complete`
+    /// result), or the lane holding the stream's resource subscriptions dies (no result: the
+    /// client listens again).
+    async fn listen(self: Arc<Self>, request: FrontRequest, mut sink: ResponseSink) {
+        let id = request.id.clone();
+        let asked = match ListenFilter::parse(&request.params) {
+            Ok(filter) => filter,
+            Err(message) => {
+                sink.finish(id, Err(invalid_params(message))).await;
+                return;
+            }
+        };
+        if self.is_draining() {
+            sink.finish(id, Err(internal("the proxy is shutting down")))
+                .await;
+            return;
+        }
+        let initialized = match self.pool.initialized().await {
+            Ok(initialized) => initialized,
+            Err(error) => {
+                sink.finish(id, Err(internal(error.to_string()))).await;
+                return;
+            }
+        };
+        let mut honoured = asked.supported_by(initialized.result.get("capabilities"));
+        // From here on nothing the legacy server announces is missed.
+        let mut feed = self.pool.subscribe_changes();
+        let timeout = self.settings.request_timeout;
+        let acquired = if honoured.resource_subscriptions.is_empty() {
+            None
+        } else {
+            match self
+                .resource_subscriptions
+                .acquire(
+                    &self.pool,
+                    &CapabilityProfile::from_client_capabilities(&request.client_capabilities),
+                    &honoured.resource_subscriptions,
+                    timeout,
+                )
+                .await
+            {
+                Ok(acquired) => Some(acquired),
+                Err(why) => {
+                    sink.finish(id, Err(internal(why))).await;
+                    return;
+                }
+            }
+        };
+        honoured.resource_subscriptions = acquired
+            .as_ref()
+            .map(|acquired| acquired.uris.clone())
+            .unwrap_or_default();
+        debug!(filter = %honoured.to_value(), "listen stream opened");
+        let acknowledged = Message::Notification {
+            method: crate::subscriptions::ACKNOWLEDGED.into(),
+            params: Some(json!({
+                "_meta": { crate::subscriptions::SUBSCRIPTION_ID: id },
+                "notifications": honoured.to_value(),
+            })),
+        };
+        let mut open = sink.notify(acknowledged).await;
+        let mut lane_check = tokio::time::interval(Duration::from_secs(1));
+        lane_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let graceful = loop {
+            if !open {
+                break false;
+            }
+            tokio::select! {
+                () = sink.closed() => break false,
+                () = self.drained.cancelled() => break true,
+                notice = feed.recv() => match notice {
+                    Ok(notice) => {
+                        if honoured.wants(&notice.method, &notice.params) {
+                            let message = crate::subscriptions::tagged(
+                                &notice.method,
+                                &notice.params,
+                                &id,
+                            );
+                            open = sink.notify(message).await;
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
+                        warn!(missed, "a listen stream fell behind: it is told about everything it listens to");
+                        for (method, params) in honoured.catch_up() {
+                            let message = crate::subscriptions::tagged(method, &params, &id);
+                            if !sink.notify(message).await {
+                                open = false;
+                                break;
+                            }
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break true,
+                },
+                _ = lane_check.tick() => {
+                    if acquired.as_ref().is_some_and(|acquired| !acquired.still_held()) {
+                        info!("the legacy session holding a listen stream's resource subscriptions ended: so does the stream");
+                        let error = internal(
+                            "the legacy server's session that held this stream's resource \
+                             subscriptions ended (it restarted or went away): listen again",
+                        );
+                        sink.finish(id, Err(error)).await;
+                        return;
+                    }
+                }
+            }
+        };
+        if let Some(acquired) = &acquired {
+            self.resource_subscriptions.release(acquired, timeout).await;
+        }
+        if graceful {
+            let result = json!({
+                "resultType": "complete",
+                "_meta": { crate::subscriptions::SUBSCRIPTION_ID: id },
+            });
+            sink.finish(id, Ok(result)).await;
+        }
+    }
+
+    /// The legacy resource subscriptions the listen streams hold, with their stream counts.
+    pub async fn resource_subscription_counts(&self) -> HashMap<String, usize> {
+        self.resource_subscriptions.counts().await
     }
 
     async fn discover(&self) -> Result<Value, ErrorObject> {
@@ -1368,19 +1503,12 @@ fn flatten(response: LegacyOutcome) -> Result<Reply, ErrorObject> {
 }
 
 /// The `server/discover` capabilities for the legacy server's `initialize` capabilities: without
-/// `tasks` (T21), and without what only `subscriptions/listen` delivers in 2026-07-28
-/// (`listChanged` of tools, prompts and resources, `resources.subscribe`): the proxy does not serve
-/// that method (T16), so it must not advertise them.
+/// `tasks` (T21). `listChanged` and `resources.subscribe` stay: in 2026-07-28 they say what
+/// `subscriptions/listen` delivers, and the proxy serves it from the legacy notifications (T16).
 fn front_capabilities(legacy: Option<&Value>) -> Value {
     let mut capabilities = legacy.cloned().unwrap_or_else(|| json!({}));
     if let Some(map) = capabilities.as_object_mut() {
         map.remove("tasks");
-        for feature in ["tools", "prompts", "resources"] {
-            if let Some(flags) = map.get_mut(feature).and_then(Value::as_object_mut) {
-                flags.remove("listChanged");
-                flags.remove("subscribe");
-            }
-        }
     }
     capabilities
 }
@@ -1757,7 +1885,7 @@ mod tests {
     }
 
     #[test]
-    fn discover_drops_what_only_subscriptions_deliver() {
+    fn discover_keeps_the_legacy_capabilities_but_tasks() {
         let legacy = json!({
             "tools": {"listChanged": true},
             "prompts": {"listChanged": true},
@@ -1770,9 +1898,9 @@ mod tests {
         assert_eq!(
             front_capabilities(Some(&legacy)),
             json!({
-                "tools": {},
-                "prompts": {},
-                "resources": {},
+                "tools": {"listChanged": true},
+                "prompts": {"listChanged": true},
+                "resources": {"subscribe": true, "listChanged": true},
                 "logging": {},
                 "completions": {},
                 "experimental": {"x": {}},

@@ -29,6 +29,7 @@ pub mod metrics;
 pub mod param_headers;
 pub mod state;
 pub mod store;
+pub mod subscriptions;
 pub mod telemetry;
 
 use std::sync::Arc;

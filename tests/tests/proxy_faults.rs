@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use mcp_migrate_tests::per_backend;
 use mcp_migrate_tests::support::{
-    assert_error, tool_text, BackendKind, Proxy, ProxyOptions, RawClient, Script, Stack,
+    assert_error, tool_text, BackendKind, Proxy, ProxyOptions, RawClient, Script, Stack, StreamItem,
 };
 use serde_json::{json, Value};
 
@@ -191,9 +191,61 @@ async fn a_backend_restart_mid_pause_loses_the_pause(kind: BackendKind) {
     a_new_call_works(&stack.proxy).await;
 }
 
+/// The legacy server dies under a `subscriptions/listen` stream that holds resource
+/// subscriptions: they died with it (with the process, or with the HTTP session the restarted
+/// server no longer knows), so the stream ends with an error that says to listen again, and a
+/// new stream subscribes anew.
+async fn a_backend_crash_ends_listen_streams_with_an_error(kind: BackendKind) {
+    let mut stack = Stack::start(
+        kind,
+        ProxyOptions {
+            pool_size: Some(1),
+            ..ProxyOptions::default()
+        },
+    )
+    .await;
+    // No capabilities: the profile of the lane the proxy starts with (see proxy_subscriptions).
+    let raw = stack.raw().with_capabilities(json!({}));
+    let filter = json!({ "resourceSubscriptions": ["test://watched"] });
+    let mut stream = raw.listen(filter.clone()).await;
+    let ack = stream.expect_message(Duration::from_secs(10)).await;
+    assert_eq!(ack["params"]["notifications"], filter, "{ack}");
+    kill_backend(&mut stack).await;
+    restart_backend(&mut stack).await;
+    let started = Instant::now();
+    let ended = stream.expect_message(Duration::from_secs(20)).await;
+    assert_eq!(ended["id"], stream.id, "{ended}");
+    assert_eq!(ended["error"]["code"], -32603, "{ended}");
+    assert!(
+        ended["error"]["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("listen again")),
+        "{ended}"
+    );
+    assert_eq!(
+        stream.next_within(Duration::from_secs(5)).await,
+        StreamItem::End
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    let mut stream = raw.listen(filter.clone()).await;
+    let ack = stream.expect_message(Duration::from_secs(10)).await;
+    assert_eq!(ack["params"]["notifications"], filter, "{ack}");
+    let touched = raw
+        .call_tool("touch_resource", json!({ "uri": "test://watched" }))
+        .await;
+    assert_eq!(touched.text(), "told 1", "{touched:#?}");
+    let updated = stream.expect_message(Duration::from_secs(10)).await;
+    assert_eq!(updated["params"]["uri"], "test://watched", "{updated}");
+}
+
 per_backend!(120;
     a_backend_crash_mid_call_fails_the_call,
     a_backend_restart_mid_pause_loses_the_pause,
+    a_backend_crash_ends_listen_streams_with_an_error,
 );
 
 /// The store directory is replaced under the running proxy (moved away, a file in its place):

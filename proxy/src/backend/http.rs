@@ -161,6 +161,12 @@ fn is_event_stream(content_type: &str) -> bool {
 }
 
 impl HttpLane {
+    /// Bumped each time the lane re-initializes (a new legacy session, which remembers nothing
+    /// of the old one: subscriptions, log level).
+    pub(crate) fn session_epoch(&self) -> u64 {
+        self.shared.session().epoch
+    }
+
     /// Opens a session: `initialize`, `notifications/initialized`, then the GET stream.
     pub(crate) async fn start(
         core: Arc<LaneCore>,

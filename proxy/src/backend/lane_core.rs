@@ -21,7 +21,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::{mpsc, oneshot};
 use tracing::Span;
 
-use super::{BackendError, BackendEvent, PendingCall};
+use super::{BackendError, BackendEvent, ChangeFeed, PendingCall, CHANGE_NOTIFICATIONS};
 use crate::capabilities::CapabilityProfile;
 use crate::jsonrpc::{codes, ErrorObject, Message, Reply};
 
@@ -76,8 +76,8 @@ pub(crate) struct LaneCore {
     pub span: Span,
     pub created: Instant,
     roots: Vec<String>,
-    /// The pool's count of `notifications/tools/list_changed` received (on any lane).
-    tools_changed: Arc<AtomicU64>,
+    /// Where the legacy server's change notifications go (the pool's, shared by every lane).
+    changes: Arc<ChangeFeed>,
     next_id: AtomicU64,
     next_token: AtomicU64,
     state: Mutex<CoreState>,
@@ -116,7 +116,7 @@ impl LaneCore {
         profile: CapabilityProfile,
         transport: &'static str,
         roots: Vec<String>,
-        tools_changed: Arc<AtomicU64>,
+        changes: Arc<ChangeFeed>,
     ) -> Arc<Self> {
         // A root span: a lane outlives the request that started it, and a parent span stays open
         // as long as its children (its trace would never be exported).
@@ -134,7 +134,7 @@ impl LaneCore {
             span,
             created: Instant::now(),
             roots,
-            tools_changed,
+            changes,
             next_id: AtomicU64::new(0),
             next_token: AtomicU64::new(0),
             state: Mutex::new(CoreState::default()),
@@ -546,10 +546,15 @@ impl LaneCore {
     }
 
     fn route_notification(&self, method: String, params: Value) {
-        if method == "notifications/tools/list_changed" {
-            // Tool annotations learnt earlier (`Mcp-Param-*` checks) are stale now. The
-            // notification still goes on to the lease or the log.
-            self.tools_changed.fetch_add(1, Ordering::SeqCst);
+        if CHANGE_NOTIFICATIONS.contains(&method.as_str()) {
+            // List changes and resource updates belong to no call, even when a call holds the
+            // lane: they go to the `subscriptions/listen` streams.
+            {
+                let _entered = self.span.enter();
+                tracing::debug!(method = %method, "change notification");
+            }
+            self.changes.publish(self.id, method, params);
+            return;
         }
         let mut state = self.state();
         if method == "notifications/progress" {
@@ -656,8 +661,9 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn tool_list_changes_are_counted_for_the_pool() {
-        let changes = Arc::new(AtomicU64::new(0));
+    async fn change_notifications_go_to_the_feed_even_from_a_leased_lane() {
+        let changes = Arc::new(ChangeFeed::default());
+        let mut feed = changes.subscribe();
         let core = LaneCore::new(
             1,
             CapabilityProfile::default(),
@@ -667,19 +673,34 @@ mod tests {
         );
         let notification = |method: &str| Message::Notification {
             method: method.into(),
-            params: None,
+            params: Some(json!({ "uri": "file:///a" })),
         };
         core.handle(notification("notifications/prompts/list_changed"));
-        assert_eq!(changes.load(Ordering::SeqCst), 0);
-        core.handle(notification("notifications/tools/list_changed"));
-        // Leased: still counted, and still delivered to the lease.
+        assert_eq!(changes.tools_generation(), 0);
         let (_generation, mut events) = core.attach_lease();
         core.handle(notification("notifications/tools/list_changed"));
-        assert_eq!(changes.load(Ordering::SeqCst), 2);
+        core.handle(notification("notifications/resources/updated"));
+        // Other notifications still go to the lease.
+        core.handle(notification("notifications/message"));
+        assert_eq!(changes.tools_generation(), 1);
+        let mut seen = Vec::new();
+        while let Ok(notice) = feed.try_recv() {
+            assert_eq!(notice.lane, 1);
+            seen.push(notice.method);
+        }
+        assert_eq!(
+            seen,
+            [
+                "notifications/prompts/list_changed",
+                "notifications/tools/list_changed",
+                "notifications/resources/updated"
+            ]
+        );
         assert!(matches!(
             events.try_recv(),
-            Ok(BackendEvent::Notification { method, .. }) if method == "notifications/tools/list_changed"
+            Ok(BackendEvent::Notification { method, .. }) if method == "notifications/message"
         ));
+        assert!(events.try_recv().is_err());
     }
 
     #[tokio::test]

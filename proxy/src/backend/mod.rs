@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::sync::{broadcast, mpsc, oneshot, Notify};
 
 use crate::capabilities::CapabilityProfile;
 use crate::jsonrpc::{ErrorObject, Reply};
@@ -79,6 +79,68 @@ pub enum BackendEvent {
     /// `notifications/cancelled` (the server withdrawing one of its requests),
     /// `notifications/elicitation/complete`, list changes, ...
     Notification { method: String, params: Value },
+}
+
+/// The legacy notifications that announce a change rather than belong to a call; what
+/// `subscriptions/listen` streams carry (T16).
+pub const CHANGE_NOTIFICATIONS: [&str; 4] = [
+    "notifications/tools/list_changed",
+    "notifications/prompts/list_changed",
+    "notifications/resources/list_changed",
+    "notifications/resources/updated",
+];
+
+/// How many change notifications a slow listener may fall behind before it misses some (it is
+/// then told about everything it listens to: see `subscriptions`).
+const CHANGE_FEED_CAPACITY: usize = 256;
+
+/// One change notification of the legacy server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChangeNotice {
+    /// The lane it arrived on.
+    pub lane: u64,
+    pub method: String,
+    pub params: Value,
+}
+
+/// The legacy server's change notifications from every lane of a pool, to whoever listens.
+#[derive(Debug)]
+pub struct ChangeFeed {
+    sender: broadcast::Sender<ChangeNotice>,
+    /// `notifications/tools/list_changed` received so far.
+    tools_changed: AtomicU64,
+}
+
+impl Default for ChangeFeed {
+    fn default() -> Self {
+        ChangeFeed {
+            sender: broadcast::channel(CHANGE_FEED_CAPACITY).0,
+            tools_changed: AtomicU64::new(0),
+        }
+    }
+}
+
+impl ChangeFeed {
+    pub(crate) fn publish(&self, lane: u64, method: String, params: Value) {
+        if method == "notifications/tools/list_changed" {
+            self.tools_changed.fetch_add(1, Ordering::SeqCst);
+        }
+        // No receiver: nobody listens, nothing to do.
+        let _ = self.sender.send(ChangeNotice {
+            lane,
+            method,
+            params,
+        });
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<ChangeNotice> {
+        self.sender.subscribe()
+    }
+
+    /// `notifications/tools/list_changed` received so far.
+    pub fn tools_generation(&self) -> u64 {
+        self.tools_changed.load(Ordering::SeqCst)
+    }
 }
 
 /// The legacy `InitializeResult` of a lane, with the version it negotiated.
@@ -285,6 +347,16 @@ impl Lane {
         }
     }
 
+    /// Which legacy session of the lane this is: bumped when an HTTP lane re-initializes after a
+    /// 404 (a new session that remembers nothing of the old one). A stdio lane has one process
+    /// for its whole life (0).
+    pub fn session_epoch(&self) -> u64 {
+        match &self.inner {
+            LaneInner::Stdio(_) => 0,
+            LaneInner::Http(lane) => lane.session_epoch(),
+        }
+    }
+
     /// The pool-wide number of the lane (in logs as `lane`).
     pub fn id(&self) -> u64 {
         self.core().id
@@ -422,8 +494,8 @@ struct PoolShared {
     state: Mutex<PoolState>,
     changed: Notify,
     next_lane: AtomicU64,
-    /// `notifications/tools/list_changed` received from any lane ([`LanePool::tools_generation`]).
-    tools_changed: Arc<AtomicU64>,
+    /// The legacy server's change notifications, from every lane.
+    changes: Arc<ChangeFeed>,
 }
 
 impl std::fmt::Debug for PoolShared {
@@ -533,7 +605,7 @@ impl PoolShared {
             profile.clone(),
             transport,
             self.settings.roots.clone(),
-            Arc::clone(&self.tools_changed),
+            Arc::clone(&self.changes),
         );
         let init_timeout = self.settings.request_timeout.min(MAX_INIT_TIMEOUT);
         let started = match &self.spec {
@@ -724,7 +796,7 @@ impl LanePool {
                 state: Mutex::new(PoolState::default()),
                 changed: Notify::new(),
                 next_lane: AtomicU64::new(1),
-                tools_changed: Arc::default(),
+                changes: Arc::default(),
             }),
         })
     }
@@ -792,7 +864,13 @@ impl LanePool {
     /// How many `notifications/tools/list_changed` the legacy server sent so far (on any lane):
     /// what was learnt from its `tools/list` before is stale once this moves.
     pub fn tools_generation(&self) -> u64 {
-        self.shared.tools_changed.load(Ordering::SeqCst)
+        self.shared.changes.tools_generation()
+    }
+
+    /// The legacy server's change notifications (list changes, resource updates) from every
+    /// lane, from now on.
+    pub fn subscribe_changes(&self) -> broadcast::Receiver<ChangeNotice> {
+        self.shared.changes.subscribe()
     }
 
     /// Whether a live, initialized lane exists right now (for `/healthz`).

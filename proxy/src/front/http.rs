@@ -442,10 +442,25 @@ pub fn decide_post(headers: &HeaderMap, body: &[u8]) -> PostDecision {
         Ok(Validated::Cancelled { .. } | Validated::OtherNotification { .. }) => {
             PostDecision::Accepted
         }
-        Ok(Validated::Request(request)) => PostDecision::Dispatch {
-            request,
-            sse_allowed: accepts_event_stream(headers),
-        },
+        Ok(Validated::Request(request)) => {
+            let sse_allowed = accepts_event_stream(headers);
+            if request.method == "subscriptions/listen" && !sse_allowed {
+                // A listen stream is nothing but notifications.
+                return PostDecision::Reject(Rejection::new(
+                    Some(request.id),
+                    ErrorObject::new(
+                        codes::INVALID_REQUEST,
+                        "`subscriptions/listen` answers with an event stream: send \
+                         `Accept: application/json, text/event-stream`",
+                    ),
+                    406,
+                ));
+            }
+            PostDecision::Dispatch {
+                request,
+                sse_allowed,
+            }
+        }
     }
 }
 

@@ -157,6 +157,14 @@ pub fn tools() -> Vec<Value> {
             "Asks the user something mid-call (elicitation)",
         ),
         plain("test_logging_tool", "Logs a message mid-call"),
+        plain(
+            "test_trigger_tool_change",
+            "Announces a tool list change (notifications/tools/list_changed)",
+        ),
+        plain(
+            "test_trigger_prompt_change",
+            "Announces a prompt list change (notifications/prompts/list_changed)",
+        ),
     ]
 }
 

@@ -136,6 +136,18 @@ pub async fn call_tool(
         )
         .await
         .map(|()| "Logging evaluated".to_owned()),
+        // Announce a tool / prompt list change to this session: behind the proxy it must reach
+        // the `subscriptions/listen` streams that asked for it, and only those.
+        "test_trigger_tool_change" => peer
+            .notify_tool_list_changed()
+            .await
+            .map(|()| "tool list change announced".to_owned())
+            .map_err(|error| McpError::internal_error(error.to_string(), None)),
+        "test_trigger_prompt_change" => peer
+            .notify_prompt_list_changed()
+            .await
+            .map(|()| "prompt list change announced".to_owned())
+            .map_err(|error| McpError::internal_error(error.to_string(), None)),
         _ => return None,
     };
     Some(

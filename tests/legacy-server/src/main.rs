@@ -15,6 +15,7 @@
 #![allow(deprecated)]
 
 use std::{
+    collections::HashMap,
     sync::{
         atomic::{AtomicU64, Ordering},
         Arc,
@@ -29,7 +30,8 @@ use legacy_rmcp::{
         CallToolResult, ContentBlock, ContextInclusion, CreateMessageRequestParams,
         ElicitRequestParams, ElicitationAction, ElicitationSchema, Implementation, LoggingLevel,
         LoggingMessageNotificationParam, Meta, ProgressNotificationParam, ProtocolVersion,
-        SamplingMessage, ServerCapabilities, ServerInfo, SetLevelRequestParams,
+        ResourceUpdatedNotificationParam, SamplingMessage, ServerCapabilities, ServerInfo,
+        SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
     },
     service::{ElicitationError, NotificationContext, RequestContext},
     tool, tool_handler, tool_router, ErrorData as McpError, Peer, RoleServer, ServerHandler,
@@ -114,7 +116,7 @@ impl FixtureServer {
             log_level: Arc::new(Mutex::new(LoggingLevel::Info)),
             next_elicitation: Arc::new(AtomicU64::new(1)),
             vault_consented: Arc::new(std::sync::atomic::AtomicBool::new(false)),
-            tool_router: Self::tool_router() + Self::fault_router(),
+            tool_router: Self::tool_router() + Self::fault_router() + Self::change_router(),
         }
     }
 }
@@ -330,6 +332,10 @@ impl ServerHandler for FixtureServer {
         ServerInfo::new(
             ServerCapabilities::builder()
                 .enable_tools()
+                .enable_tool_list_changed()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .enable_resources_list_changed()
                 .enable_logging()
                 .build(),
         )
@@ -354,6 +360,37 @@ impl ServerHandler for FixtureServer {
 
     async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
         tracing::info!("client reports that its roots changed");
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        subscribers()
+            .entry(request.uri)
+            .or_default()
+            .push(context.peer);
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let mut subscribers = subscribers();
+        if let Some(peers) = subscribers.get_mut(&request.uri) {
+            // Sessions are not told apart (a fixture: the proxy subscribes each URI on one
+            // lane): one subscription of a client like this one goes.
+            if let Some(at) = peers
+                .iter()
+                .position(|peer| peer.peer_info() == context.peer.peer_info())
+            {
+                peers.remove(at);
+            }
+        }
+        Ok(())
     }
 }
 
@@ -446,5 +483,58 @@ impl FixtureServer {
         }
         tokio::time::sleep(Duration::from_millis(sleep_ms)).await;
         Ok(text(format!("rounds {n}")))
+    }
+}
+
+// ---- Change notifications (`subscriptions/listen` behind the proxy) ----
+
+/// The sessions subscribed to each resource URI (`resources/subscribe`), in the whole process:
+/// over HTTP every session of the server, over stdio the one.
+fn subscribers() -> std::sync::MutexGuard<'static, HashMap<String, Vec<Peer<RoleServer>>>> {
+    static SUBSCRIBERS: std::sync::OnceLock<
+        std::sync::Mutex<HashMap<String, Vec<Peer<RoleServer>>>>,
+    > = std::sync::OnceLock::new();
+    SUBSCRIBERS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|poison| poison.into_inner())
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+struct TouchArgs {
+    /// The resource URI whose subscribers are told it changed.
+    uri: String,
+}
+
+#[tool_router(router = change_router)]
+impl FixtureServer {
+    #[tool(description = "Announce that the tool and resource lists changed (to this session)")]
+    async fn announce_changes(&self, peer: Peer<RoleServer>) -> Result<String, McpError> {
+        peer.notify_tool_list_changed()
+            .await
+            .map_err(|error| McpError::internal_error(error.to_string(), None))?;
+        peer.notify_resource_list_changed()
+            .await
+            .map_err(|error| McpError::internal_error(error.to_string(), None))?;
+        Ok("announced".into())
+    }
+
+    #[tool(description = "Tell every session subscribed to `uri` that the resource changed")]
+    async fn touch_resource(
+        &self,
+        Parameters(TouchArgs { uri }): Parameters<TouchArgs>,
+    ) -> Result<String, McpError> {
+        let peers = subscribers().get(&uri).cloned().unwrap_or_default();
+        let mut told = 0;
+        for peer in peers {
+            if peer
+                .notify_resource_updated(ResourceUpdatedNotificationParam::new(uri.clone()))
+                .await
+                .is_ok()
+            {
+                told += 1;
+            }
+        }
+        Ok(format!("told {told}"))
     }
 }

@@ -25,7 +25,9 @@ pub use modern::{default_capabilities, tool_params, tool_text, ModernClient, Scr
 pub use process::{
     is_alive, metric, Backend, BackendKind, LegacyHttpServer, Proxy, ProxyOptions, Stack,
 };
-pub use raw::{parse_sse, RawClient, RawRequest, RawResponse, PROTOCOL_VERSION};
+pub use raw::{
+    parse_sse, ListenStream, RawClient, RawRequest, RawResponse, StreamItem, PROTOCOL_VERSION,
+};
 pub use schema::SpecSchema;
 pub use script::{FormAction, Script, SeenRequest};
 

@@ -312,6 +312,117 @@ impl RawClient {
         self.send(&self.retry_request(name, arguments, input_responses, request_state))
             .await
     }
+
+    /// Opens a `subscriptions/listen` stream with `notifications` as its filter, and reads
+    /// nothing yet.
+    pub async fn listen(&self, notifications: Value) -> ListenStream {
+        self.open_stream(&self.request(
+            "subscriptions/listen",
+            json!({ "notifications": notifications }),
+        ))
+        .await
+    }
+
+    /// POSTs `request` and keeps its response open, to read it message by message.
+    pub async fn open_stream(&self, request: &RawRequest) -> ListenStream {
+        let mut builder = self.http.post(&self.url);
+        for (name, value) in &request.headers {
+            builder = builder.header(name, value);
+        }
+        let body = serde_json::to_vec(&request.body).expect("serializable request");
+        let response = builder
+            .body(body)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("POST {} failed: {e}", self.url));
+        let sse = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        ListenStream {
+            id: request.id().clone(),
+            status: response.status().as_u16(),
+            sse,
+            response,
+            buffer: String::new(),
+            ready: std::collections::VecDeque::new(),
+        }
+    }
+}
+
+/// A response read message by message (`subscriptions/listen`).
+#[derive(Debug)]
+pub struct ListenStream {
+    /// The id of the request (the stream's subscription id).
+    pub id: Value,
+    pub status: u16,
+    /// `text/event-stream` (else a plain JSON response).
+    pub sse: bool,
+    response: reqwest::Response,
+    buffer: String,
+    ready: std::collections::VecDeque<Value>,
+}
+
+/// What [`ListenStream::next_within`] saw.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamItem {
+    Message(Value),
+    /// The response ended.
+    End,
+    /// Nothing arrived in time.
+    Quiet,
+}
+
+impl ListenStream {
+    /// The next JSON-RPC message (SSE event, or the JSON body), waiting at most `limit`.
+    pub async fn next_within(&mut self, limit: Duration) -> StreamItem {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            if let Some(message) = self.ready.pop_front() {
+                return StreamItem::Message(message);
+            }
+            let chunk = match tokio::time::timeout_at(deadline, self.response.chunk()).await {
+                Err(_) => return StreamItem::Quiet,
+                Ok(Err(error)) => panic!("reading the stream failed: {error}"),
+                Ok(Ok(None)) => {
+                    let rest = std::mem::take(&mut self.buffer);
+                    if self.sse {
+                        self.ready.extend(parse_sse(&rest));
+                    } else if !rest.trim().is_empty() {
+                        self.ready.push_back(
+                            serde_json::from_str(&rest).unwrap_or_else(|e| {
+                                panic!("the response is not JSON ({e}): {rest}")
+                            }),
+                        );
+                    }
+                    return match self.ready.pop_front() {
+                        Some(message) => StreamItem::Message(message),
+                        None => StreamItem::End,
+                    };
+                }
+                Ok(Ok(Some(chunk))) => chunk,
+            };
+            self.buffer.push_str(&String::from_utf8_lossy(&chunk));
+            if !self.sse {
+                continue;
+            }
+            // Complete events only (an event ends with a blank line).
+            let normalized = self.buffer.replace("\r\n", "\n");
+            if let Some(end) = normalized.rfind("\n\n") {
+                self.ready.extend(parse_sse(&normalized[..end + 2]));
+                self.buffer = normalized[end + 2..].to_string();
+            }
+        }
+    }
+
+    /// The next message, which must come within `limit`.
+    pub async fn expect_message(&mut self, limit: Duration) -> Value {
+        match self.next_within(limit).await {
+            StreamItem::Message(message) => message,
+            other => panic!("expected a message on the stream, got {other:?}"),
+        }
+    }
 }
 
 /// The JSON payloads of an SSE body, in order: one per event with `data:` lines (joined with
