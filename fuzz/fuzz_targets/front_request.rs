@@ -27,8 +27,8 @@ use mcp_mrtr_proxy::front::validate::{
 };
 use mcp_mrtr_proxy::front::{FrontRequest, Principal};
 use mcp_mrtr_proxy::fuzzing::{
-    check_round_trip, decide_post, origin_allowed, stdio_lines, stdio_parse_line, PostDecision,
-    StdioLine,
+    accepts_event_stream, check_round_trip, decide_post, origin_allowed, stdio_lines,
+    stdio_parse_line, PostDecision, StdioLine,
 };
 use mcp_mrtr_proxy::jsonrpc::{codes, Message};
 use serde_json::Value;
@@ -143,6 +143,21 @@ fn http_post(data: &[u8]) {
     let stdio_outcome = validate(&message, None, Principal::anonymous());
     check_outcome(&message, &stdio_outcome, None);
     match decision {
+        // The one refusal that depends on `Accept`: a listen stream is an event stream.
+        PostDecision::Reject(rejection) if rejection.http_status == 406 => {
+            let Message::Request { id, method, .. } = &message else {
+                panic!("406 for a non-request: {rejection:?}");
+            };
+            assert_eq!(method, "subscriptions/listen", "{rejection:?}");
+            assert_eq!(rejection.id.as_ref(), Some(id));
+            assert_eq!(rejection.error.code, codes::INVALID_REQUEST);
+            assert!(!accepts_event_stream(&headers));
+            // Otherwise valid: stdio (which has no `Accept`) takes it.
+            assert!(
+                matches!(&stdio_outcome, Ok(Validated::Request(request)) if request.method == *method),
+                "{stdio_outcome:?}"
+            );
+        }
         PostDecision::Reject(rejection) => {
             check_rejection(&message, &rejection, true);
             // Not about headers: the stdio front says the same.
@@ -171,9 +186,28 @@ fn http_post(data: &[u8]) {
             if headers.get(http::header::AUTHORIZATION).is_none() {
                 assert_eq!(request.principal, Principal::anonymous());
             }
+            // `tools/call` carries exactly the `Mcp-Param-*` headers, for the engine's check.
+            match &request.param_headers {
+                Some(mirrored) => {
+                    assert_eq!(request.method, "tools/call");
+                    let expected: Vec<_> = headers
+                        .iter()
+                        .filter(|(name, _)| name.as_str().starts_with("mcp-param-"))
+                        .collect();
+                    assert_eq!(mirrored.iter().collect::<Vec<_>>(), expected);
+                }
+                None => assert_ne!(request.method, "tools/call"),
+            }
             let Ok(Validated::Request(stdio)) = &stdio_outcome else {
                 panic!("HTTP accepted a request stdio refuses: {stdio_outcome:?}");
             };
+            assert!(matches!(
+                stdio,
+                FrontRequest {
+                    param_headers: None,
+                    ..
+                }
+            ));
             assert_eq!(same_request(stdio), same_request(&request));
         }
     }

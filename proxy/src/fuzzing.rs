@@ -15,7 +15,7 @@ use crate::jsonrpc::{ErrorObject, Message, ParseError, Reply};
 use crate::state::{Claims, Sealer};
 
 pub use crate::backend::sse::{SseEvent, SseParser};
-pub use crate::front::http::{decide_post, origin_allowed, PostDecision};
+pub use crate::front::http::{accepts_event_stream, decide_post, origin_allowed, PostDecision};
 
 // ---------------------------------------------------------------------------------------------
 // The stdio front's line reader

@@ -508,7 +508,7 @@ fn principal_of(headers: &HeaderMap) -> Principal {
 }
 
 /// Whether the client takes `text/event-stream` (no `Accept` header: yes).
-fn accepts_event_stream(headers: &HeaderMap) -> bool {
+pub fn accepts_event_stream(headers: &HeaderMap) -> bool {
     let mut values = headers.get_all(header::ACCEPT).iter().peekable();
     if values.peek().is_none() {
         return true;
