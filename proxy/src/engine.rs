@@ -639,10 +639,20 @@ impl Engine {
                 crate::param_headers::check(params, arguments, headers)
             })
         };
-        let known = self.tool_headers(profile, None).await?;
-        let mut outcome = verdict(&known);
-        if outcome.is_err() && known.loaded.elapsed() >= TOOL_HEADERS_RECHECK_AFTER {
-            let fresh = self.tool_headers(profile, Some(known.loaded)).await?;
+        // Per call: decided under the index's read lock when the tools are known and current.
+        let generation = self.pool.tools_generation();
+        let decided = self
+            .tool_headers
+            .with_current(profile, generation, |known| (verdict(known), known.loaded));
+        let (mut outcome, loaded) = match decided {
+            Some(decided) => decided,
+            None => {
+                let known = self.tool_headers(profile, None).await?;
+                (verdict(&known), known.loaded)
+            }
+        };
+        if outcome.is_err() && loaded.elapsed() >= TOOL_HEADERS_RECHECK_AFTER {
+            let fresh = self.tool_headers(profile, Some(loaded)).await?;
             outcome = verdict(&fresh);
         }
         outcome.map_err(|problem| {

@@ -120,7 +120,8 @@ impl ToolHeaders {
 /// the legacy `tools/list`; stale once the legacy server announces a tool list change.
 #[derive(Debug, Default)]
 pub struct ToolHeaderIndex {
-    known: RwLock<HashMap<CapabilityProfile, Arc<ToolHeaders>>>,
+    /// Per profile; a handful at most, so a list searched in order (no hashing per call).
+    known: RwLock<Vec<(CapabilityProfile, Arc<ToolHeaders>)>>,
     /// Held while a list is being fetched, so that concurrent calls wait for one fetch.
     pub loading: tokio::sync::Mutex<()>,
 }
@@ -133,14 +134,28 @@ impl ToolHeaderIndex {
         profile: &CapabilityProfile,
         generation: u64,
     ) -> Option<Arc<ToolHeaders>> {
+        self.with_current(profile, generation, Arc::clone)
+    }
+
+    /// `decide` applied to the current annotations for `profile` (see
+    /// [`ToolHeaderIndex::current`]) under the read lock: the per-call path, which copies
+    /// nothing.
+    pub fn with_current<R>(
+        &self,
+        profile: &CapabilityProfile,
+        generation: u64,
+        decide: impl FnOnce(&Arc<ToolHeaders>) -> R,
+    ) -> Option<R> {
         let known = self
             .known
             .read()
             .unwrap_or_else(|poison| poison.into_inner());
         known
-            .get(profile)
+            .iter()
+            .find(|(known, _)| known == profile)
+            .map(|(_, headers)| headers)
             .filter(|headers| headers.generation >= generation)
-            .cloned()
+            .map(decide)
     }
 
     pub fn store(&self, profile: &CapabilityProfile, headers: Arc<ToolHeaders>) {
@@ -148,7 +163,10 @@ impl ToolHeaderIndex {
             .known
             .write()
             .unwrap_or_else(|poison| poison.into_inner());
-        known.insert(profile.clone(), headers);
+        match known.iter_mut().find(|(known, _)| known == profile) {
+            Some((_, slot)) => *slot = headers,
+            None => known.push((profile.clone(), headers)),
+        }
     }
 }
 
