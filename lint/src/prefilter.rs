@@ -23,6 +23,7 @@ pub const TRIGGERS: &[&str] = &[
     "enable_roots",
     "on_roots_list_changed",
     "on_logging_message",
+    "ubscribe",
     "ContextInclusion",
     "includeContext",
     "InputRequest",
@@ -66,6 +67,8 @@ pub const STANDALONE_TRIGGERS: &[&str] = &[
     "input_required",
     "requestState",
     "requestedSchema",
+    "resources/subscribe",
+    "resources/unsubscribe",
     "mcp-lint:",
 ];
 
@@ -141,6 +144,8 @@ mod tests {
             "input_required",
             "requestState",
             "requestedSchema",
+            "resources/subscribe",
+            "resources/unsubscribe",
         ] {
             assert!(may_match(text.as_bytes(), false), "{text}");
             assert!(may_match(text.as_bytes(), true), "{text}");

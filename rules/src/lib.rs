@@ -171,6 +171,9 @@ catalogue! {
     InputRequiredOutsideMrtr = "MCP203", "input-required-outside-mrtr", ProtocolFlow, Error, None,
         "`input_required` results are only allowed for `tools/call`, `resources/read` and `prompts/get`",
         "2026-07-28 basic/patterns/mrtr (SEP-2322)";
+    LegacyResourceSubscription = "MCP204", "legacy-resource-subscription", ProtocolFlow, Error, None,
+        "`resources/subscribe` and `resources/unsubscribe` are removed in MCP 2026-07-28; resource updates go to `subscriptions/listen` streams",
+        "2026-07-28 basic/patterns/subscriptions and changelog, Major 4 (SEP-2575)";
     LegacySseTransport = "MCP301", "legacy-sse-transport", Transport, Warning, None,
         "the HTTP+SSE transport (2024-11-05) is deprecated; use Streamable HTTP",
         "2026-07-28 changelog, Deprecated 2 (SEP-2596); basic/transports";

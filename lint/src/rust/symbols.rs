@@ -110,6 +110,8 @@ pub const METHOD_NAMES: &[&str] = &[
     "enable_roots",
     "enable_roots_with",
     "enable_roots_list_changed",
+    "subscribe",
+    "unsubscribe",
 ];
 
 /// The rule entry for a method name, if the name is part of the legacy surface.
@@ -198,6 +200,8 @@ pub fn method(name: &str) -> Option<MethodEntry> {
         "enable_roots" | "enable_roots_with" | "enable_roots_list_changed" => {
             entry(Any, || vec![capability(RuleId::DeprecatedRoots, "roots")])
         }
+        "subscribe" => entry(Peer, || vec![resource_subscription_call("subscribe")]),
+        "unsubscribe" => entry(Peer, || vec![resource_subscription_call("unsubscribe")]),
         _ => return None,
     })
 }
@@ -249,6 +253,12 @@ pub fn handler_method(server: bool, client: bool, name: &str) -> Option<Finding>
             ROOTS_HELP,
             "removed notification handler",
         )),
+        "subscribe" | "unsubscribe" if server => Some(finding(
+            RuleId::LegacyResourceSubscription,
+            format!("`ServerHandler::{name}` answers `resources/{name}`, which MCP 2026-07-28 removed"),
+            RESOURCE_SUBSCRIPTION_HELP,
+            "removed request handler",
+        )),
         "on_logging_message" if client => Some(finding(
             RuleId::DeprecatedLogging,
             "`ClientHandler::on_logging_message` receives `notifications/message`, and protocol logging is deprecated in MCP 2026-07-28",
@@ -292,6 +302,9 @@ pub fn path(resolved: &Resolved) -> Vec<Finding> {
             ROOTS_HELP,
             "roots",
         )),
+        ["ClientRequest", variant @ ("SubscribeRequest" | "UnsubscribeRequest")] => {
+            out.push(resource_subscription_item(&format!("ClientRequest::{variant}")))
+        }
         ["ServerNotification", "LoggingMessageNotification"] => out.push(finding(
             RuleId::DeprecatedLogging,
             "`ServerNotification::LoggingMessageNotification` is protocol logging, deprecated in MCP 2026-07-28",
@@ -345,6 +358,14 @@ fn symbol_name(last: &str) -> Option<Finding> {
         "ElicitationCompletionNotification"
         | "ElicitationCompleteNotification"
         | "ElicitationResponseNotificationParam" => Some(elicitation_complete(last)),
+        "SubscribeRequest"
+        | "UnsubscribeRequest"
+        | "SubscribeRequestParams"
+        | "UnsubscribeRequestParams"
+        | "SubscribeRequestParam"
+        | "UnsubscribeRequestParam"
+        | "SubscribeRequestMethod"
+        | "UnsubscribeRequestMethod" => Some(resource_subscription_item(last)),
         "SseServer" | "SseServerConfig" | "SseServerTransport" | "SseClientTransport"
         | "SseClientConfig" | "SseClient" | "sse_server" | "sse_client" => Some(sse(last)),
         _ => None,
@@ -357,6 +378,26 @@ fn sse(name: &str) -> Finding {
         format!("`{name}` is the HTTP+SSE transport, deprecated since MCP 2025-03-26 and in 2026-07-28"),
         "serve Streamable HTTP with `StreamableHttpService` (client: `StreamableHttpClientTransport`)",
         "legacy transport",
+    )
+}
+
+const RESOURCE_SUBSCRIPTION_HELP: &str = "serve `subscriptions/listen` instead (rmcp 3.x: `ServerHandler::accepted_subscription_filter` + `listen`; clients: `Peer::listen` with `resourceSubscriptions`)";
+
+fn resource_subscription_call(method: &str) -> Finding {
+    finding(
+        RuleId::LegacyResourceSubscription,
+        format!("`{method}` sends `resources/{method}`, which MCP 2026-07-28 removed"),
+        RESOURCE_SUBSCRIPTION_HELP,
+        "removed request",
+    )
+}
+
+fn resource_subscription_item(name: &str) -> Finding {
+    finding(
+        RuleId::LegacyResourceSubscription,
+        format!("`{name}` belongs to `resources/subscribe` / `resources/unsubscribe`, which MCP 2026-07-28 removed"),
+        RESOURCE_SUBSCRIPTION_HELP,
+        "removed request",
     )
 }
 
@@ -393,6 +434,12 @@ pub fn method_literal(method: &str, envelope: bool) -> Vec<Finding> {
             "protocol logging",
         )),
         "notifications/elicitation/complete" => out.push(elicitation_complete(method)),
+        "resources/subscribe" | "resources/unsubscribe" => out.push(finding(
+            RuleId::LegacyResourceSubscription,
+            format!("`{method}` was removed in MCP 2026-07-28"),
+            RESOURCE_SUBSCRIPTION_HELP,
+            "removed request",
+        )),
         _ => {}
     }
     if envelope
