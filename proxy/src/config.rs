@@ -35,6 +35,12 @@ pub struct Args {
     #[arg(long, value_name = "URL", conflicts_with = "command")]
     pub upstream: Option<String>,
 
+    /// The upstream's HTTP transport: `streamable-http` (2025-03-26 and later), `sse` (the
+    /// HTTP+SSE transport of 2024-11-05: the URL is the SSE endpoint), or `auto` (Streamable
+    /// HTTP, else HTTP+SSE when `initialize` is answered 400/404/405)
+    #[arg(long, value_enum, default_value = "auto", value_name = "TRANSPORT")]
+    pub upstream_transport: UpstreamTransportArg,
+
     /// Legacy stdio server command and arguments (after `--`)
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -173,6 +179,24 @@ impl Args {
 
 /// The environment variable naming a config file (`--config` wins).
 pub const CONFIG_ENV: &str = "MCP_MRTR_PROXY_CONFIG";
+
+/// `--upstream-transport` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum UpstreamTransportArg {
+    Auto,
+    StreamableHttp,
+    Sse,
+}
+
+impl From<UpstreamTransportArg> for crate::backend::UpstreamTransport {
+    fn from(arg: UpstreamTransportArg) -> Self {
+        match arg {
+            UpstreamTransportArg::Auto => Self::Auto,
+            UpstreamTransportArg::StreamableHttp => Self::StreamableHttp,
+            UpstreamTransportArg::Sse => Self::Sse,
+        }
+    }
+}
 
 /// Why [`load`] failed.
 #[derive(Debug)]

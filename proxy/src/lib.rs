@@ -46,7 +46,10 @@ use anyhow::{bail, Context};
 /// children are stopped and reaped (stdin closed, killed after 2 s).
 pub async fn run(args: config::Args) -> anyhow::Result<()> {
     let spec = match (&args.upstream, args.command.split_first()) {
-        (Some(url), None) => backend::BackendSpec::Http { url: url.clone() },
+        (Some(url), None) => backend::BackendSpec::Http {
+            url: url.clone(),
+            transport: args.upstream_transport.into(),
+        },
         (None, Some((program, rest))) => backend::BackendSpec::Stdio {
             program: program.clone(),
             args: rest.to_vec(),

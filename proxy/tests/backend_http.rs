@@ -10,7 +10,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use mcp_mrtr_proxy::backend::{BackendError, BackendSpec, LanePool};
+use mcp_mrtr_proxy::backend::{BackendError, BackendSpec, LanePool, UpstreamTransport};
 use mcp_mrtr_proxy::capabilities::CapabilityProfile;
 use serde_json::json;
 
@@ -214,6 +214,7 @@ async fn http_unreachable_server_is_unavailable_fast_with_backoff() {
     let pool = LanePool::new(
         BackendSpec::Http {
             url: format!("http://127.0.0.1:{port}/mcp"),
+            transport: UpstreamTransport::Auto,
         },
         settings(1, &[]),
     );
@@ -242,6 +243,7 @@ async fn http_https_upstream_is_refused() {
     let pool = LanePool::new(
         BackendSpec::Http {
             url: "https://127.0.0.1:1/mcp".into(),
+            transport: UpstreamTransport::Auto,
         },
         settings(1, &[]),
     );

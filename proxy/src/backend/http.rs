@@ -431,6 +431,14 @@ impl HttpShared {
                 BackendError::Unavailable(format!("cannot reach {}: {error}", self.target))
             })?;
             let status = response.status();
+            if matches!(
+                status,
+                StatusCode::BAD_REQUEST | StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED
+            ) {
+                return Err(BackendError::NotStreamableHttp(format!(
+                    "initialize was answered with HTTP {status}"
+                )));
+            }
             if !status.is_success() {
                 return Err(BackendError::Unavailable(format!(
                     "initialize was answered with HTTP {status}"

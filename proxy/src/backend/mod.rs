@@ -33,6 +33,7 @@ use tokio::sync::{broadcast, mpsc, oneshot, Notify};
 
 use crate::capabilities::CapabilityProfile;
 use crate::jsonrpc::{ErrorObject, Reply};
+use mcp_migrate_rules::RuleId;
 
 use self::lane_core::LaneCore;
 
@@ -40,13 +41,31 @@ pub mod http;
 mod http_client;
 pub(crate) mod lane_core;
 pub(crate) mod sse;
+mod sse_lane;
 pub mod stdio;
+
+/// Which HTTP transport the legacy server speaks (`--upstream-transport`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UpstreamTransport {
+    /// Streamable HTTP (2025-03-26 and later) if `initialize` is accepted; if it is answered
+    /// 400, 404 or 405, the HTTP+SSE transport of 2024-11-05 (the specification's fallback).
+    /// Decided by the first lane, then kept.
+    #[default]
+    Auto,
+    StreamableHttp,
+    /// HTTP+SSE (2024-11-05): `GET` the SSE endpoint, POST to the URL of its `endpoint` event.
+    Sse,
+}
 
 /// How to reach the legacy server.
 #[derive(Debug, Clone)]
 pub enum BackendSpec {
-    /// `--upstream http://HOST:PORT/PATH`: legacy Streamable HTTP.
-    Http { url: String },
+    /// `--upstream http://HOST:PORT/PATH`: a legacy HTTP server (Streamable HTTP, or the
+    /// HTTP+SSE transport of 2024-11-05).
+    Http {
+        url: String,
+        transport: UpstreamTransport,
+    },
     /// `-- COMMAND [ARGS]...`: a legacy stdio server, spawned and supervised per lane.
     Stdio { program: String, args: Vec<String> },
 }
@@ -163,6 +182,10 @@ pub enum BackendError {
     Timeout(Duration),
     #[error("the legacy server sent something unreadable: {0}")]
     Protocol(String),
+    /// `initialize` was answered 400, 404 or 405: not a Streamable HTTP endpoint (maybe an
+    /// HTTP+SSE server, see [`UpstreamTransport::Auto`]).
+    #[error("the legacy server does not speak Streamable HTTP there: {0}")]
+    NotStreamableHttp(String),
 }
 
 /// A request sent on a lane, waiting for its response.
@@ -243,6 +266,7 @@ pub struct Lane {
 enum LaneInner {
     Stdio(stdio::StdioLane),
     Http(http::HttpLane),
+    Sse(sse_lane::SseLane),
 }
 
 impl Lane {
@@ -250,6 +274,7 @@ impl Lane {
         match &self.inner {
             LaneInner::Stdio(lane) => lane.core(),
             LaneInner::Http(lane) => lane.core(),
+            LaneInner::Sse(lane) => lane.core(),
         }
     }
 
@@ -258,6 +283,7 @@ impl Lane {
         match &self.inner {
             LaneInner::Stdio(lane) => lane.initialized(),
             LaneInner::Http(lane) => lane.initialized(),
+            LaneInner::Sse(lane) => lane.initialized(),
         }
     }
 
@@ -266,6 +292,7 @@ impl Lane {
         match &self.inner {
             LaneInner::Stdio(lane) => lane.request(method, params).await,
             LaneInner::Http(lane) => lane.request(method, params).await,
+            LaneInner::Sse(lane) => lane.request(method, params).await,
         }
     }
 
@@ -288,6 +315,7 @@ impl Lane {
         let (call, progress) = match &self.inner {
             LaneInner::Stdio(lane) => lane.send_request(method, params, Some(token)).await?,
             LaneInner::Http(lane) => lane.send_request(method, params, Some(token)).await?,
+            LaneInner::Sse(lane) => lane.send_request(method, params, Some(token)).await?,
         };
         let progress = progress
             .ok_or_else(|| BackendError::Protocol("no progress route was registered".into()))?;
@@ -308,6 +336,7 @@ impl Lane {
         match &self.inner {
             LaneInner::Stdio(lane) => lane.respond(id, outcome).await,
             LaneInner::Http(lane) => lane.respond(id, outcome).await,
+            LaneInner::Sse(lane) => lane.respond(id, outcome).await,
         }
     }
 
@@ -336,6 +365,7 @@ impl Lane {
         match &self.inner {
             LaneInner::Stdio(lane) => lane.notify(method, params).await,
             LaneInner::Http(lane) => lane.notify(method, params).await,
+            LaneInner::Sse(lane) => lane.notify(method, params).await,
         }
     }
 
@@ -344,6 +374,7 @@ impl Lane {
         match &self.inner {
             LaneInner::Stdio(lane) => lane.is_alive(),
             LaneInner::Http(lane) => lane.is_alive(),
+            LaneInner::Sse(lane) => lane.is_alive(),
         }
     }
 
@@ -352,7 +383,7 @@ impl Lane {
     /// for its whole life (0).
     pub fn session_epoch(&self) -> u64 {
         match &self.inner {
-            LaneInner::Stdio(_) => 0,
+            LaneInner::Stdio(_) | LaneInner::Sse(_) => 0,
             LaneInner::Http(lane) => lane.session_epoch(),
         }
     }
@@ -386,14 +417,14 @@ impl Lane {
     pub fn pid(&self) -> Option<u32> {
         match &self.inner {
             LaneInner::Stdio(lane) => lane.pid(),
-            LaneInner::Http(_) => None,
+            LaneInner::Http(_) | LaneInner::Sse(_) => None,
         }
     }
 
     /// HTTP: the current `Mcp-Session-Id` (a new one after a re-initialization).
     pub fn session_id(&self) -> Option<String> {
         match &self.inner {
-            LaneInner::Stdio(_) => None,
+            LaneInner::Stdio(_) | LaneInner::Sse(_) => None,
             LaneInner::Http(lane) => lane.session_id(),
         }
     }
@@ -404,6 +435,7 @@ impl Lane {
         match &self.inner {
             LaneInner::Stdio(lane) => lane.shutdown().await,
             LaneInner::Http(lane) => lane.shutdown().await,
+            LaneInner::Sse(lane) => lane.shutdown().await,
         }
     }
 }
@@ -496,6 +528,8 @@ struct PoolShared {
     next_lane: AtomicU64,
     /// The legacy server's change notifications, from every lane.
     changes: Arc<ChangeFeed>,
+    /// The HTTP transport the legacy server turned out to speak (`--upstream-transport auto`).
+    detected: Mutex<UpstreamTransport>,
 }
 
 impl std::fmt::Debug for PoolShared {
@@ -595,38 +629,81 @@ impl PoolShared {
             tracing::debug!(?wait, "waiting before starting a lane (backoff)");
             tokio::time::sleep(wait).await;
         }
-        let id = self.next_lane.fetch_add(1, Ordering::Relaxed);
-        let transport = match self.spec {
-            BackendSpec::Stdio { .. } => "stdio",
-            BackendSpec::Http { .. } => "http",
-        };
-        let core = LaneCore::new(
-            id,
-            profile.clone(),
-            transport,
-            self.settings.roots.clone(),
-            Arc::clone(&self.changes),
-        );
         let init_timeout = self.settings.request_timeout.min(MAX_INIT_TIMEOUT);
-        let started = match &self.spec {
-            BackendSpec::Stdio { program, args } => stdio::StdioLane::start(
-                Arc::clone(&core),
-                program,
-                args,
-                &self.settings.client_info,
-                init_timeout,
-            )
-            .await
-            .map(LaneInner::Stdio),
-            BackendSpec::Http { url } => http::HttpLane::start(
-                Arc::clone(&core),
-                url,
-                &self.settings.client_info,
-                init_timeout,
-            )
-            .await
-            .map(LaneInner::Http),
+        let client_info = &self.settings.client_info;
+        let (started, core) = match &self.spec {
+            BackendSpec::Stdio { program, args } => {
+                let core = self.new_core(profile, "stdio");
+                let started = stdio::StdioLane::start(
+                    Arc::clone(&core),
+                    program,
+                    args,
+                    client_info,
+                    init_timeout,
+                )
+                .await
+                .map(LaneInner::Stdio);
+                (started, core)
+            }
+            BackendSpec::Http { url, transport } => {
+                let transport = match transport {
+                    UpstreamTransport::Auto => self.detected_transport(),
+                    chosen => *chosen,
+                };
+                match transport {
+                    UpstreamTransport::Sse => {
+                        let core = self.new_core(profile, "sse");
+                        let started = sse_lane::SseLane::start(
+                            Arc::clone(&core),
+                            url,
+                            client_info,
+                            init_timeout,
+                        )
+                        .await
+                        .map(LaneInner::Sse);
+                        (started, core)
+                    }
+                    UpstreamTransport::StreamableHttp | UpstreamTransport::Auto => {
+                        let core = self.new_core(profile, "http");
+                        let started = http::HttpLane::start(
+                            Arc::clone(&core),
+                            url,
+                            client_info,
+                            init_timeout,
+                        )
+                        .await
+                        .map(LaneInner::Http);
+                        match started {
+                            Err(BackendError::NotStreamableHttp(why))
+                                if transport == UpstreamTransport::Auto =>
+                            {
+                                // The specification's fallback: an HTTP+SSE server (2024-11-05).
+                                let core = self.new_core(profile, "sse");
+                                let started = sse_lane::SseLane::start(
+                                    Arc::clone(&core),
+                                    url,
+                                    client_info,
+                                    init_timeout,
+                                )
+                                .await
+                                .map(LaneInner::Sse)
+                                .map_err(|error| {
+                                    BackendError::Unavailable(format!(
+                                        "{url} is neither a Streamable HTTP endpoint ({why}) nor an \
+                                         HTTP+SSE one ({error})"
+                                    ))
+                                });
+                                (started, core)
+                            }
+                            started => (started, core),
+                        }
+                    }
+                }
+            }
         };
+        if let Ok(inner) = &started {
+            self.remember_transport(inner);
+        }
         let mut state = self.state();
         match started {
             Ok(inner) => {
@@ -644,6 +721,53 @@ impl PoolShared {
                 );
                 Err(error)
             }
+        }
+    }
+
+    fn new_core(&self, profile: &CapabilityProfile, transport: &'static str) -> Arc<LaneCore> {
+        LaneCore::new(
+            self.next_lane.fetch_add(1, Ordering::Relaxed),
+            profile.clone(),
+            transport,
+            self.settings.roots.clone(),
+            Arc::clone(&self.changes),
+        )
+    }
+
+    /// What `--upstream-transport auto` found (`Auto` until a lane started).
+    fn detected_transport(&self) -> UpstreamTransport {
+        *self
+            .detected
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// Remembers the transport the first lane spoke; the first HTTP+SSE lane warns under the
+    /// linter's rule name (the transport is deprecated).
+    fn remember_transport(&self, inner: &LaneInner) {
+        let found = match inner {
+            LaneInner::Http(_) => UpstreamTransport::StreamableHttp,
+            LaneInner::Sse(_) => UpstreamTransport::Sse,
+            LaneInner::Stdio(_) => return,
+        };
+        let previous = std::mem::replace(
+            &mut *self
+                .detected
+                .lock()
+                .unwrap_or_else(|poison| poison.into_inner()),
+            found,
+        );
+        if previous != found && found == UpstreamTransport::Sse {
+            let rule = RuleId::LegacySseTransport.rule();
+            crate::metrics::global().deprecation_warning(rule.name);
+            tracing::warn!(
+                rule = rule.name,
+                code = rule.code,
+                client = "legacy-server",
+                "the legacy server speaks the HTTP+SSE transport of 2024-11-05: {} (see `cargo mcp-lint --explain {}`)",
+                rule.summary,
+                rule.name
+            );
         }
     }
 
@@ -797,6 +921,7 @@ impl LanePool {
                 changed: Notify::new(),
                 next_lane: AtomicU64::new(1),
                 changes: Arc::default(),
+                detected: Mutex::new(UpstreamTransport::Auto),
             }),
         })
     }

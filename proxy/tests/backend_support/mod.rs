@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use mcp_mrtr_proxy::backend::{
-    BackendError, BackendEvent, BackendSpec, LanePool, PendingCall, PoolSettings,
+    BackendError, BackendEvent, BackendSpec, LanePool, PendingCall, PoolSettings, UpstreamTransport,
 };
 use mcp_mrtr_proxy::capabilities::CapabilityProfile;
 use mcp_mrtr_proxy::jsonrpc::{ErrorObject, Reply};
@@ -103,6 +103,7 @@ impl HttpFixture {
     pub fn spec(&self) -> BackendSpec {
         BackendSpec::Http {
             url: self.url.clone(),
+            transport: UpstreamTransport::StreamableHttp,
         }
     }
 }

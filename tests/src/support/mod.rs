@@ -13,6 +13,7 @@ mod build;
 pub mod conformance;
 mod modern;
 mod process;
+pub mod python;
 mod raw;
 mod schema;
 mod script;
@@ -25,6 +26,7 @@ pub use modern::{default_capabilities, tool_params, tool_text, ModernClient, Scr
 pub use process::{
     is_alive, metric, Backend, BackendKind, LegacyHttpServer, Proxy, ProxyOptions, Stack,
 };
+pub use python::LegacySseServer;
 pub use raw::{
     parse_sse, ListenStream, RawClient, RawRequest, RawResponse, StreamItem, PROTOCOL_VERSION,
 };

@@ -248,6 +248,14 @@ pub struct Proxy {
 impl Proxy {
     /// Spawns the proxy, waits for its listening line, then for `GET /healthz` 200.
     pub async fn start(options: ProxyOptions) -> Proxy {
+        let proxy = Self::start_unready(options).await;
+        proxy.wait_healthy().await;
+        proxy
+    }
+
+    /// Starts the proxy and returns once it listens, without waiting for its backend (for
+    /// backends that never come up).
+    pub async fn start_unready(options: ProxyOptions) -> Proxy {
         let binaries = binaries_async().await;
         let temp = tempfile::tempdir().expect("temporary directory");
         let store_dir = options
@@ -261,7 +269,7 @@ impl Proxy {
         let logs = Logs::default();
         let (child, url) =
             spawn_proxy(&binaries, &options, &store_dir, &key_hex, &key_file, &logs).await;
-        let proxy = Proxy {
+        Proxy {
             child,
             url,
             options,
@@ -271,9 +279,7 @@ impl Proxy {
             key_file,
             logs,
             _temp: temp,
-        };
-        proxy.wait_healthy().await;
-        proxy
+        }
     }
 
     /// `http://127.0.0.1:PORT/mcp` (changes on [`Proxy::restart`]).
