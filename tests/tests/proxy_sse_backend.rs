@@ -6,7 +6,8 @@
 use std::time::Duration;
 
 use mcp_migrate_tests::support::{
-    assert_error, tool_text, Backend, LegacySseServer, ModernClient, Proxy, ProxyOptions, Script,
+    assert_error, json_mentions, tool_text, Backend, LegacySseServer, ModernClient, Proxy,
+    ProxyOptions, Script,
 };
 use serde_json::json;
 
@@ -81,6 +82,63 @@ async fn an_http_sse_server_is_found_and_translated() {
             line.contains("legacy-sse-transport") && line.contains("HTTP+SSE transport")
         });
         assert!(warned, "{:#?}", proxy.log_lines());
+    })
+    .await;
+}
+
+/// Six clients at once over three SSE sessions (distinct `Authorization`, distinct answers),
+/// each running `ask_name` and `ask_twice` concurrently: every server request comes from the
+/// one stream of its session, and still each client is asked only its own questions and gets
+/// its own answers back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_clients_are_isolated_over_sse() {
+    const CLIENTS: usize = 6;
+    mcp_migrate_tests::support::binaries_async().await;
+    let server = LegacySseServer::start().await;
+    mcp_migrate_tests::support::within(LIMIT, "HTTP+SSE isolation", async {
+        let proxy = Proxy::start(ProxyOptions {
+            backend: Backend::Http(server.url().to_owned()),
+            pool_size: Some(3),
+            ..ProxyOptions::default()
+        })
+        .await;
+        let mut tasks = tokio::task::JoinSet::new();
+        for i in 0..CLIENTS {
+            let url = proxy.url().to_owned();
+            tasks.spawn(async move {
+                let name = format!("client-{i}");
+                let colour = format!("colour-{i}");
+                let client =
+                    ModernClient::connect(&url, Script::named(&name, &colour), Some(&name)).await;
+                let (greeting, likes) = tokio::join!(
+                    client.call_tool("ask_name", json!({})),
+                    client.call_tool("ask_twice", json!({})),
+                );
+                let greeting =
+                    tool_text(&greeting.unwrap_or_else(|e| panic!("{name} ask_name: {e}")));
+                let likes = tool_text(&likes.unwrap_or_else(|e| panic!("{name} ask_twice: {e}")));
+                let seen = client.seen();
+                client.close().await;
+                (i, greeting, likes, seen)
+            });
+        }
+        let mut done = 0;
+        while let Some(outcome) = tasks.join_next().await {
+            let (i, greeting, likes, seen) = outcome.expect("client task");
+            let name = format!("client-{i}");
+            assert_eq!(greeting, format!("Hello, {name}!"));
+            assert_eq!(likes, format!("{name} likes colour-{i}"));
+            assert_eq!(seen.len(), 3, "{name}: 1 + 2 elicitations: {seen:#?}");
+            for other in (0..CLIENTS).filter(|&j| j != i) {
+                let other = format!("client-{other}");
+                assert!(
+                    seen.iter().all(|s| !json_mentions(&s.params, &other)),
+                    "{name} was asked {other}'s question: {seen:#?}"
+                );
+            }
+            done += 1;
+        }
+        assert_eq!(done, CLIENTS);
     })
     .await;
 }
