@@ -240,6 +240,11 @@ impl SseLane {
         tasks.0.push(tokio::spawn(
             async move {
                 while let Some(message) = messages.recv().await {
+                    // A request of ours the server refuses will get no answer on the stream.
+                    let ours = match &message {
+                        Message::Request { id, .. } => Some(id.clone()),
+                        _ => None,
+                    };
                     let request = Request::builder()
                         .method(Method::POST)
                         .uri(post_target.clone())
@@ -262,6 +267,14 @@ impl SseLane {
                                 // The session is gone (the server forgot it).
                                 writer_core.mark_dead();
                                 break;
+                            }
+                            if let Some(id) = ours {
+                                writer_core.complete(
+                                    &id,
+                                    Err(BackendError::Protocol(format!(
+                                        "the legacy server refused the request: HTTP {status}"
+                                    ))),
+                                );
                             }
                         }
                         Err(error) => {
