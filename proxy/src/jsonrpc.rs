@@ -232,6 +232,14 @@ impl ParseError {
 }
 
 impl Message {
+    /// A notification; `null` params are left out.
+    pub fn notification(method: &str, params: Value) -> Message {
+        Message::Notification {
+            method: method.to_owned(),
+            params: if params.is_null() { None } else { Some(params) },
+        }
+    }
+
     /// Reads one message from a JSON value.
     pub fn from_value(value: Value) -> Result<Message, ParseError> {
         let Value::Object(mut object) = value else {

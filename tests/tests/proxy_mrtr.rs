@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 
 use mcp_migrate_tests::per_backend;
 use mcp_migrate_tests::support::{
-    input_responses, json_mentions, tool_params, tool_text, BackendKind, FormAction, ModernClient,
-    ProxyOptions, Script, Stack,
+    assert_concurrent_clients_are_isolated, input_responses, json_mentions, tool_params, tool_text,
+    BackendKind, FormAction, ProxyOptions, Script, Stack,
 };
 use rmcp::model::CallToolResponse;
 use serde_json::{json, Value};
@@ -413,48 +413,7 @@ async fn concurrent_clients_are_isolated(kind: BackendKind) {
         },
     )
     .await;
-    let url = stack.proxy.url().to_string();
-    let mut tasks = tokio::task::JoinSet::new();
-    for i in 0..CLIENTS {
-        let url = url.clone();
-        tasks.spawn(async move {
-            let name = format!("client-{i}");
-            let colour = format!("colour-{i}");
-            let client =
-                ModernClient::connect(&url, Script::named(&name, &colour), Some(&name)).await;
-            let (greeting, likes) = tokio::join!(
-                client.call_tool("ask_name", json!({})),
-                client.call_tool("ask_twice", json!({})),
-            );
-            let greeting = tool_text(&greeting.unwrap_or_else(|e| panic!("{name} ask_name: {e}")));
-            let likes = tool_text(&likes.unwrap_or_else(|e| panic!("{name} ask_twice: {e}")));
-            let seen = client.seen();
-            client.close().await;
-            (i, greeting, likes, seen)
-        });
-    }
-    let mut done = 0;
-    while let Some(outcome) = tasks.join_next().await {
-        let (i, greeting, likes, seen) = outcome.expect("client task");
-        let name = format!("client-{i}");
-        assert_eq!(greeting, format!("Hello, {name}!"));
-        assert_eq!(likes, format!("{name} likes colour-{i}"));
-        assert_eq!(seen.len(), 3, "{name}: 1 + 2 elicitations: {seen:#?}");
-        assert!(
-            seen.iter()
-                .any(|s| s.params["message"] == format!("{name}, what is your favourite colour?")),
-            "{name} was asked its own colour question: {seen:#?}"
-        );
-        for other in (0..CLIENTS).filter(|&j| j != i) {
-            let other = format!("client-{other}");
-            assert!(
-                seen.iter().all(|s| !json_mentions(&s.params, &other)),
-                "{name} was asked {other}'s question: {seen:#?}"
-            );
-        }
-        done += 1;
-    }
-    assert_eq!(done, CLIENTS);
+    assert_concurrent_clients_are_isolated(stack.proxy.url(), CLIENTS).await;
 }
 
 // ---- Answers given up front ----

@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use mcp_migrate_tests::support::{
-    assert_error, json_mentions, tool_text, Backend, LegacySseServer, ModernClient, Proxy,
-    ProxyOptions, Script,
+    assert_concurrent_clients_are_isolated, assert_error, tool_text, Backend, LegacySseServer,
+    ModernClient, Proxy, ProxyOptions, Script,
 };
 use serde_json::json;
 
@@ -102,43 +102,7 @@ async fn concurrent_clients_are_isolated_over_sse() {
             ..ProxyOptions::default()
         })
         .await;
-        let mut tasks = tokio::task::JoinSet::new();
-        for i in 0..CLIENTS {
-            let url = proxy.url().to_owned();
-            tasks.spawn(async move {
-                let name = format!("client-{i}");
-                let colour = format!("colour-{i}");
-                let client =
-                    ModernClient::connect(&url, Script::named(&name, &colour), Some(&name)).await;
-                let (greeting, likes) = tokio::join!(
-                    client.call_tool("ask_name", json!({})),
-                    client.call_tool("ask_twice", json!({})),
-                );
-                let greeting =
-                    tool_text(&greeting.unwrap_or_else(|e| panic!("{name} ask_name: {e}")));
-                let likes = tool_text(&likes.unwrap_or_else(|e| panic!("{name} ask_twice: {e}")));
-                let seen = client.seen();
-                client.close().await;
-                (i, greeting, likes, seen)
-            });
-        }
-        let mut done = 0;
-        while let Some(outcome) = tasks.join_next().await {
-            let (i, greeting, likes, seen) = outcome.expect("client task");
-            let name = format!("client-{i}");
-            assert_eq!(greeting, format!("Hello, {name}!"));
-            assert_eq!(likes, format!("{name} likes colour-{i}"));
-            assert_eq!(seen.len(), 3, "{name}: 1 + 2 elicitations: {seen:#?}");
-            for other in (0..CLIENTS).filter(|&j| j != i) {
-                let other = format!("client-{other}");
-                assert!(
-                    seen.iter().all(|s| !json_mentions(&s.params, &other)),
-                    "{name} was asked {other}'s question: {seen:#?}"
-                );
-            }
-            done += 1;
-        }
-        assert_eq!(done, CLIENTS);
+        assert_concurrent_clients_are_isolated(proxy.url(), CLIENTS).await;
     })
     .await;
 }

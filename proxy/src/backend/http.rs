@@ -282,10 +282,6 @@ impl HttpLane {
         Ok((call, progress))
     }
 
-    pub async fn request(&self, method: &str, params: Value) -> Result<PendingCall, BackendError> {
-        Ok(self.send_request(method, params, None).await?.0)
-    }
-
     pub async fn respond(
         &self,
         id: Value,
@@ -305,10 +301,7 @@ impl HttpLane {
             return Err(BackendError::Crashed);
         }
         self.shared
-            .post_message(&Message::Notification {
-                method: method.to_owned(),
-                params: if params.is_null() { None } else { Some(params) },
-            })
+            .post_message(&Message::notification(method, params))
             .await
     }
 

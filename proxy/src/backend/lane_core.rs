@@ -179,6 +179,23 @@ impl LaneCore {
         self.state().lease.is_some()
     }
 
+    /// [`LaneCore::start_request`] for lanes that hand messages to a writer (stdio, HTTP+SSE):
+    /// `write` sends the request; if it cannot, the call is completed with that error.
+    pub(crate) fn send_request_with(
+        &self,
+        method: &str,
+        params: Value,
+        progress_token: Option<Value>,
+        write: impl FnOnce(Message) -> Result<(), BackendError>,
+    ) -> Result<(PendingCall, Option<mpsc::Receiver<Value>>), BackendError> {
+        let (message, call, progress) = self.start_request(method, params, 0, progress_token)?;
+        if let Err(error) = write(message) {
+            self.complete(&call.legacy_id, Err(error.clone()));
+            return Err(error);
+        }
+        Ok((call, progress))
+    }
+
     /// Registers a request with a fresh legacy id; the caller sends the returned message.
     /// With `progress_token`, `_meta.progressToken` is set in `params` and the call's progress
     /// notifications go to the returned receiver until the response arrives.

@@ -289,11 +289,12 @@ impl Lane {
 
     /// Sends a request with a fresh legacy id. `params` is forwarded as given.
     pub async fn request(&self, method: &str, params: Value) -> Result<PendingCall, BackendError> {
-        match &self.inner {
-            LaneInner::Stdio(lane) => lane.request(method, params).await,
-            LaneInner::Http(lane) => lane.request(method, params).await,
-            LaneInner::Sse(lane) => lane.request(method, params).await,
-        }
+        let (call, _) = match &self.inner {
+            LaneInner::Stdio(lane) => lane.send_request(method, params, None).await?,
+            LaneInner::Http(lane) => lane.send_request(method, params, None).await?,
+            LaneInner::Sse(lane) => lane.send_request(method, params, None).await?,
+        };
+        Ok(call)
     }
 
     /// Like [`Lane::request`], with progress routed by token (usable on shared lanes, where
@@ -650,19 +651,16 @@ impl PoolShared {
                     UpstreamTransport::Auto => self.detected_transport(),
                     chosen => *chosen,
                 };
+                let start_sse = || async {
+                    let core = self.new_core(profile, "sse");
+                    let started =
+                        sse_lane::SseLane::start(Arc::clone(&core), url, client_info, init_timeout)
+                            .await
+                            .map(LaneInner::Sse);
+                    (started, core)
+                };
                 match transport {
-                    UpstreamTransport::Sse => {
-                        let core = self.new_core(profile, "sse");
-                        let started = sse_lane::SseLane::start(
-                            Arc::clone(&core),
-                            url,
-                            client_info,
-                            init_timeout,
-                        )
-                        .await
-                        .map(LaneInner::Sse);
-                        (started, core)
-                    }
+                    UpstreamTransport::Sse => start_sse().await,
                     UpstreamTransport::StreamableHttp | UpstreamTransport::Auto => {
                         let core = self.new_core(profile, "http");
                         let started = http::HttpLane::start(
@@ -678,16 +676,8 @@ impl PoolShared {
                                 if transport == UpstreamTransport::Auto =>
                             {
                                 // The specification's fallback: an HTTP+SSE server (2024-11-05).
-                                let core = self.new_core(profile, "sse");
-                                let started = sse_lane::SseLane::start(
-                                    Arc::clone(&core),
-                                    url,
-                                    client_info,
-                                    init_timeout,
-                                )
-                                .await
-                                .map(LaneInner::Sse)
-                                .map_err(|error| {
+                                let (started, core) = start_sse().await;
+                                let started = started.map_err(|error| {
                                     BackendError::Unavailable(format!(
                                         "{url} is neither a Streamable HTTP endpoint ({why}) nor an \
                                          HTTP+SSE one ({error})"

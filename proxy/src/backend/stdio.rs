@@ -261,17 +261,10 @@ impl StdioLane {
         params: Value,
         progress_token: Option<Value>,
     ) -> Result<(PendingCall, Option<mpsc::Receiver<Value>>), BackendError> {
-        let (message, call, progress) =
-            self.core.start_request(method, params, 0, progress_token)?;
-        if let Err(error) = self.write(&message) {
-            self.core.complete(&call.legacy_id, Err(error.clone()));
-            return Err(error);
-        }
-        Ok((call, progress))
-    }
-
-    pub async fn request(&self, method: &str, params: Value) -> Result<PendingCall, BackendError> {
-        Ok(self.send_request(method, params, None).await?.0)
+        self.core
+            .send_request_with(method, params, progress_token, |message| {
+                self.write(&message)
+            })
     }
 
     pub async fn respond(
@@ -284,10 +277,7 @@ impl StdioLane {
     }
 
     pub async fn notify(&self, method: &str, params: Value) -> Result<(), BackendError> {
-        self.write(&Message::Notification {
-            method: method.to_owned(),
-            params: if params.is_null() { None } else { Some(params) },
-        })
+        self.write(&Message::notification(method, params))
     }
 
     pub fn is_alive(&self) -> bool {

@@ -11,6 +11,7 @@
 
 mod build;
 pub mod conformance;
+pub mod isolation;
 mod modern;
 mod process;
 pub mod python;
@@ -22,6 +23,7 @@ use std::future::Future;
 use std::time::Duration;
 
 pub use build::{binaries, binaries_async, target_dir, Binaries};
+pub use isolation::assert_concurrent_clients_are_isolated;
 pub use modern::{default_capabilities, tool_params, tool_text, ModernClient, ScriptedHandler};
 pub use process::{
     is_alive, metric, Backend, BackendKind, LegacyHttpServer, Proxy, ProxyOptions, Stack,

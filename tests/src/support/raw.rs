@@ -217,16 +217,7 @@ impl RawClient {
 
     /// POSTs `request` and reads the whole response.
     pub async fn send(&self, request: &RawRequest) -> RawResponse {
-        let mut builder = self.http.post(&self.url);
-        for (name, value) in &request.headers {
-            builder = builder.header(name, value);
-        }
-        let body = serde_json::to_vec(&request.body).expect("serializable request");
-        let response = builder
-            .body(body)
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("POST {} failed: {e}", self.url));
+        let response = self.post(request).await;
         let status = response.status().as_u16();
         let content_type = response
             .headers()
@@ -261,6 +252,20 @@ impl RawClient {
             notifications,
             body,
         }
+    }
+
+    /// POSTs `request` (its headers in order, its body as JSON) and returns the response head.
+    async fn post(&self, request: &RawRequest) -> reqwest::Response {
+        let mut builder = self.http.post(&self.url);
+        for (name, value) in &request.headers {
+            builder = builder.header(name, value);
+        }
+        let body = serde_json::to_vec(&request.body).expect("serializable request");
+        builder
+            .body(body)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("POST {} failed: {e}", self.url))
     }
 
     /// `method` with `params`, built by [`RawClient::request`] and sent.
@@ -325,16 +330,7 @@ impl RawClient {
 
     /// POSTs `request` and keeps its response open, to read it message by message.
     pub async fn open_stream(&self, request: &RawRequest) -> ListenStream {
-        let mut builder = self.http.post(&self.url);
-        for (name, value) in &request.headers {
-            builder = builder.header(name, value);
-        }
-        let body = serde_json::to_vec(&request.body).expect("serializable request");
-        let response = builder
-            .body(body)
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("POST {} failed: {e}", self.url));
+        let response = self.post(request).await;
         let sse = response
             .headers()
             .get("content-type")
