@@ -488,11 +488,6 @@ impl Engine {
         }
     }
 
-    /// The legacy resource subscriptions the listen streams hold, with their stream counts.
-    pub async fn resource_subscription_counts(&self) -> HashMap<String, usize> {
-        self.resource_subscriptions.counts().await
-    }
-
     async fn discover(&self) -> Result<Value, ErrorObject> {
         let initialized = self
             .pool

@@ -242,21 +242,27 @@ fn collect(
         }
     }
     for (keyword, value) in schema {
-        if SCHEMA_KEYWORDS.contains(&keyword.as_str()) {
-            forbid_below(value, keyword, path)?;
-        }
-        if SCHEMA_ARRAY_KEYWORDS.contains(&keyword.as_str()) {
-            for item in value.as_array().into_iter().flatten() {
-                forbid_below(item, keyword, path)?;
-            }
-        }
-        if SCHEMA_MAP_KEYWORDS.contains(&keyword.as_str()) {
-            for item in value.as_object().into_iter().flat_map(Map::values) {
-                forbid_below(item, keyword, path)?;
-            }
+        for subschema in subschemas(keyword, value) {
+            forbid_below(subschema, keyword, path)?;
         }
     }
     Ok(())
+}
+
+/// The subschemas the applicator `keyword` holds in `value` (none for `properties`, which the
+/// callers treat apart, or for keywords whose values are not schemas).
+fn subschemas<'a>(keyword: &str, value: &'a Value) -> Vec<&'a Value> {
+    let mut found = Vec::new();
+    if SCHEMA_KEYWORDS.contains(&keyword) {
+        found.push(value);
+    }
+    if SCHEMA_ARRAY_KEYWORDS.contains(&keyword) {
+        found.extend(value.as_array().into_iter().flatten());
+    }
+    if SCHEMA_MAP_KEYWORDS.contains(&keyword) {
+        found.extend(value.as_object().into_iter().flat_map(Map::values));
+    }
+    found
 }
 
 /// A subschema reached through `keyword`: neither it nor anything below it may carry an
@@ -283,18 +289,8 @@ fn forbid_below(schema: &Value, keyword: &str, path: &[String]) -> Result<(), St
                 forbid_below(property, keyword, path)?;
             }
         }
-        if SCHEMA_KEYWORDS.contains(&name.as_str()) {
-            forbid_below(value, keyword, path)?;
-        }
-        if SCHEMA_ARRAY_KEYWORDS.contains(&name.as_str()) {
-            for item in value.as_array().into_iter().flatten() {
-                forbid_below(item, keyword, path)?;
-            }
-        }
-        if SCHEMA_MAP_KEYWORDS.contains(&name.as_str()) {
-            for item in value.as_object().into_iter().flat_map(Map::values) {
-                forbid_below(item, keyword, path)?;
-            }
+        for subschema in subschemas(name, value) {
+            forbid_below(subschema, keyword, path)?;
         }
     }
     Ok(())

@@ -314,11 +314,6 @@ impl ResourceSubscriptions {
             }
         }
     }
-
-    /// URIs subscribed on the legacy side right now, with their stream counts (for tests).
-    pub async fn counts(&self) -> HashMap<String, usize> {
-        self.state.lock().await.counts.clone()
-    }
 }
 
 /// `resources/subscribe` / `resources/unsubscribe` for one URI; `Err` says why it failed.

@@ -33,7 +33,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tracing::Instrument as _;
 
-use super::http_client::LaneConnections;
+use super::http_client::{LaneConnections, Upstream};
 use super::lane_core::{LaneCore, Outbound};
 use super::sse::SseParser;
 use super::{BackendError, Initialized, PendingCall};
@@ -174,32 +174,7 @@ impl HttpLane {
         client_info: &Value,
         init_timeout: Duration,
     ) -> Result<Self, BackendError> {
-        let uri: Uri = url
-            .parse()
-            .map_err(|error| BackendError::Unavailable(format!("bad upstream URL: {error}")))?;
-        match uri.scheme_str() {
-            Some("http") => {}
-            Some(other) => {
-                return Err(BackendError::Unavailable(format!(
-                    "upstream scheme `{other}` is not supported (plain http only)"
-                )))
-            }
-            None => {
-                return Err(BackendError::Unavailable(
-                    "the upstream URL has no scheme".into(),
-                ))
-            }
-        }
-        let authority = uri
-            .authority()
-            .ok_or_else(|| BackendError::Unavailable("the upstream URL has no host".into()))?;
-        let host = HeaderValue::from_str(authority.as_str())
-            .map_err(|error| BackendError::Unavailable(format!("bad upstream host: {error}")))?;
-        let path: Uri = uri
-            .path_and_query()
-            .map_or("/", |path| path.as_str())
-            .parse()
-            .map_err(|error| BackendError::Unavailable(format!("bad upstream path: {error}")))?;
+        let Upstream { uri, host, path } = Upstream::parse(url)?;
         let client = LaneConnections::new(
             uri.clone(),
             CONNECT_TIMEOUT,

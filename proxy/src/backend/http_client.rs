@@ -48,6 +48,45 @@ impl ClientError {
     }
 }
 
+/// A plain-`http://` upstream URL taken apart for requests in origin form.
+pub(super) struct Upstream {
+    pub uri: Uri,
+    /// The `Host` header: the URL's authority.
+    pub host: http::HeaderValue,
+    /// The request target: the URL's path and query.
+    pub path: Uri,
+}
+
+impl Upstream {
+    /// Refuses other schemes (TLS is not supported) and URLs without a host.
+    pub(super) fn parse(url: &str) -> Result<Upstream, super::BackendError> {
+        let unavailable = super::BackendError::Unavailable;
+        let uri: Uri = url
+            .parse()
+            .map_err(|error| unavailable(format!("bad upstream URL: {error}")))?;
+        match uri.scheme_str() {
+            Some("http") => {}
+            Some(other) => {
+                return Err(unavailable(format!(
+                    "upstream scheme `{other}` is not supported (plain http only)"
+                )))
+            }
+            None => return Err(unavailable("the upstream URL has no scheme".into())),
+        }
+        let authority = uri
+            .authority()
+            .ok_or_else(|| unavailable("the upstream URL has no host".into()))?;
+        let host = http::HeaderValue::from_str(authority.as_str())
+            .map_err(|error| unavailable(format!("bad upstream host: {error}")))?;
+        let path = uri
+            .path_and_query()
+            .map_or("/", |path| path.as_str())
+            .parse()
+            .map_err(|error| unavailable(format!("bad upstream path: {error}")))?;
+        Ok(Upstream { uri, host, path })
+    }
+}
+
 /// One lane's connections to `uri`'s authority.
 pub(super) struct LaneConnections {
     connector: HttpConnector,

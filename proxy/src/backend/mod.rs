@@ -32,7 +32,7 @@ use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot, Notify};
 
 use crate::capabilities::CapabilityProfile;
-use crate::jsonrpc::{ErrorObject, Reply};
+use crate::jsonrpc::{ErrorObject, Message, Reply};
 use mcp_migrate_rules::RuleId;
 
 use self::lane_core::LaneCore;
@@ -234,6 +234,41 @@ pub(crate) async fn await_initialize(
         Ok(Ok(Ok(Ok(result)))) => result
             .into_value()
             .map_err(|error| BackendError::Unavailable(error.message)),
+    }
+}
+
+/// The `initialize` / `notifications/initialized` handshake (spec-digest T1) of a lane whose
+/// messages go through a writer (stdio, HTTP+SSE): `send` hands a message to it.
+pub(crate) async fn handshake(
+    core: &LaneCore,
+    client_info: &Value,
+    timeout: Duration,
+    send: impl Fn(Message) -> Result<(), BackendError>,
+) -> Result<Initialized, BackendError> {
+    let version = LATEST_LEGACY_VERSION;
+    let params = serde_json::json!({
+        "protocolVersion": version,
+        "capabilities": core.profile.legacy_capabilities(version),
+        "clientInfo": client_info,
+    });
+    let (message, call, _) = core.start_request("initialize", params, 0, None)?;
+    send(message)?;
+    let initialized = check_initialize(await_initialize(call, timeout).await?)?;
+    send(Message::notification(
+        "notifications/initialized",
+        Value::Null,
+    ))?;
+    Ok(initialized)
+}
+
+/// Aborts a lane's tasks when dropped.
+pub(crate) struct AbortOnDrop(pub Vec<tokio::task::JoinHandle<()>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
     }
 }
 

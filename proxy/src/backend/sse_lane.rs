@@ -20,18 +20,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{HeaderValue, ACCEPT, CONTENT_TYPE, HOST};
+use http::header::{ACCEPT, CONTENT_TYPE, HOST};
 use http::{Method, Request, StatusCode, Uri};
 use http_body_util::{BodyExt as _, Full};
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinHandle;
 use tracing::Instrument as _;
 
-use super::http_client::LaneConnections;
+use super::http_client::{LaneConnections, Upstream};
 use super::lane_core::{LaneCore, Outbound};
 use super::sse::SseParser;
-use super::{BackendError, Initialized, PendingCall};
+use super::{AbortOnDrop, BackendError, Initialized, PendingCall};
 use crate::jsonrpc::{ErrorObject, Message};
 
 /// How long connecting to the server may take.
@@ -47,24 +46,14 @@ impl Outbound for SseOutbound {
     }
 }
 
-/// Aborts the lane's tasks when dropped (which closes the GET stream, ending the session).
-struct Tasks(Vec<JoinHandle<()>>);
-
-impl Drop for Tasks {
-    fn drop(&mut self) {
-        for task in &self.0 {
-            task.abort();
-        }
-    }
-}
-
 pub struct SseLane {
     core: Arc<LaneCore>,
     initialized: Initialized,
     writer: mpsc::UnboundedSender<Message>,
     /// The POST endpoint the server named (origin form).
     endpoint: Uri,
-    tasks: std::sync::Mutex<Option<Tasks>>,
+    /// Dropping them closes the GET stream, which ends the session.
+    tasks: std::sync::Mutex<Option<AbortOnDrop>>,
 }
 
 impl std::fmt::Debug for SseLane {
@@ -130,24 +119,7 @@ impl SseLane {
         init_timeout: Duration,
     ) -> Result<Self, BackendError> {
         let unavailable = |why: String| BackendError::Unavailable(why);
-        let uri: Uri = url
-            .parse()
-            .map_err(|error| unavailable(format!("bad upstream URL: {error}")))?;
-        if uri.scheme_str() != Some("http") {
-            return Err(unavailable(
-                "the upstream SSE URL must be plain http://".into(),
-            ));
-        }
-        let authority = uri
-            .authority()
-            .ok_or_else(|| unavailable("the upstream URL has no host".into()))?;
-        let host = HeaderValue::from_str(authority.as_str())
-            .map_err(|error| unavailable(format!("bad upstream host: {error}")))?;
-        let path: Uri = uri
-            .path_and_query()
-            .map_or("/", |path| path.as_str())
-            .parse()
-            .map_err(|error| unavailable(format!("bad upstream path: {error}")))?;
+        let Upstream { uri, host, path } = Upstream::parse(url)?;
         let client = Arc::new(LaneConnections::new(
             uri.clone(),
             CONNECT_TIMEOUT,
@@ -222,7 +194,7 @@ impl SseLane {
             }
             .instrument(core.span.clone()),
         );
-        let mut tasks = Tasks(vec![reader]);
+        let mut tasks = AbortOnDrop(vec![reader]);
 
         let endpoint = tokio::time::timeout(init_timeout, endpoint_rx)
             .await
@@ -288,25 +260,12 @@ impl SseLane {
             .instrument(core.span.clone()),
         ));
 
-        // The handshake (spec-digest T1).
-        let version = super::LATEST_LEGACY_VERSION;
-        let params = json!({
-            "protocolVersion": version,
-            "capabilities": core.profile.legacy_capabilities(version),
-            "clientInfo": client_info,
-        });
-        let (message, call, _) = core.start_request("initialize", params, 0, None)?;
-        writer
-            .send(message)
-            .map_err(|_| unavailable("the SSE lane's writer stopped".into()))?;
-        let result = super::await_initialize(call, init_timeout).await?;
-        let initialized = super::check_initialize(result)?;
-        writer
-            .send(Message::Notification {
-                method: "notifications/initialized".into(),
-                params: None,
-            })
-            .map_err(|_| unavailable("the SSE lane's writer stopped".into()))?;
+        let initialized = super::handshake(&core, client_info, init_timeout, |message| {
+            writer
+                .send(message)
+                .map_err(|_| unavailable("the SSE lane's writer stopped".into()))
+        })
+        .await?;
         core.span.in_scope(|| {
             tracing::info!(
                 protocol_version = %initialized.protocol_version,

@@ -11,15 +11,14 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 use tokio::sync::{mpsc, oneshot, watch};
-use tokio::task::JoinHandle;
 use tracing::Instrument as _;
 
 use super::lane_core::{LaneCore, Outbound};
-use super::{BackendError, Initialized, PendingCall};
+use super::{AbortOnDrop, BackendError, Initialized, PendingCall};
 use crate::jsonrpc::{ErrorObject, Message};
 
 /// How long `shutdown` waits for the child to exit after stdin is closed, before killing it.
@@ -39,18 +38,6 @@ impl Outbound for StdioOutbound {
     }
 }
 
-/// Aborts the lane's tasks when dropped; aborting the waiter drops the `Child`, which kills it
-/// (`kill_on_drop`).
-struct Tasks(Vec<JoinHandle<()>>);
-
-impl Drop for Tasks {
-    fn drop(&mut self) {
-        for task in &self.0 {
-            task.abort();
-        }
-    }
-}
-
 pub struct StdioLane {
     core: Arc<LaneCore>,
     initialized: Initialized,
@@ -59,7 +46,8 @@ pub struct StdioLane {
     kill: Mutex<Option<oneshot::Sender<()>>>,
     /// Becomes `true` once the child has been reaped.
     exited: watch::Receiver<bool>,
-    _tasks: Tasks,
+    /// Aborting the waiter drops the `Child`, which kills it (`kill_on_drop`).
+    _tasks: AbortOnDrop,
 }
 
 impl std::fmt::Debug for StdioLane {
@@ -192,30 +180,15 @@ impl StdioLane {
             .instrument(span.clone()),
         );
 
-        let tasks = Tasks(vec![writer_task, reader_task, stderr_task, waiter_task]);
+        let tasks = AbortOnDrop(vec![writer_task, reader_task, stderr_task, waiter_task]);
 
-        // The handshake (spec-digest T1). On failure `tasks` is dropped, which kills the child.
-        let version = super::LATEST_LEGACY_VERSION;
-        let params = json!({
-            "protocolVersion": version,
-            "capabilities": core.profile.legacy_capabilities(version),
-            "clientInfo": client_info,
-        });
-        let (message, call, _) = core.start_request("initialize", params, 0, None)?;
-        writer
-            .send(WriterCommand::Line(message.to_line()))
-            .map_err(|_| BackendError::Unavailable("the child's stdin is closed".into()))?;
-        let result = super::await_initialize(call, init_timeout).await?;
-        let initialized = super::check_initialize(result)?;
-        writer
-            .send(WriterCommand::Line(
-                Message::Notification {
-                    method: "notifications/initialized".into(),
-                    params: None,
-                }
-                .to_line(),
-            ))
-            .map_err(|_| BackendError::Unavailable("the child's stdin is closed".into()))?;
+        // On failure `tasks` is dropped, which kills the child.
+        let initialized = super::handshake(&core, client_info, init_timeout, |message| {
+            writer
+                .send(WriterCommand::Line(message.to_line()))
+                .map_err(|_| BackendError::Unavailable("the child's stdin is closed".into()))
+        })
+        .await?;
         span.in_scope(|| {
             tracing::info!(
                 protocol_version = %initialized.protocol_version,

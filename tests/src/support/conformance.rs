@@ -9,6 +9,7 @@
 //! - [`Baseline`] and [`evaluate`]: which failures are expected, which are not, which baseline
 //!   entries are stale (their check passes now), and a score table.
 
+use super::command::{run_captured, RunError};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -163,60 +164,32 @@ fn install_into(dir: &Path) -> Result<Suite, String> {
     std::fs::create_dir_all(&staging)
         .map_err(|e| format!("cannot create {}: {e}", staging.display()))?;
     let npm = std::env::var_os("NPM").unwrap_or_else(|| "npm".into());
-    let mut child = Command::new(&npm)
+    let mut npm_install = Command::new(&npm);
+    npm_install
         .args(["install", "--no-audit", "--no-fund", "--prefix"])
         .arg(&staging)
         .arg(format!("node@{NODE_MAJOR}"))
-        .arg(format!("{SUITE_PACKAGE}@{SUITE_VERSION}"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| {
-            format!(
+        .arg(format!("{SUITE_PACKAGE}@{SUITE_VERSION}"));
+    match run_captured(&mut npm_install, INSTALL_TIMEOUT) {
+        Ok(()) => {}
+        Err(RunError::Spawn(e)) => {
+            return Err(format!(
                 "the conformance test needs npm (Node's package manager) on PATH to install \
                  node@{NODE_MAJOR} and {SUITE_PACKAGE}@{SUITE_VERSION}, but {npm:?} cannot run: {e}"
-            )
-        })?;
-    // Drain the pipes while waiting, or a chatty npm blocks on a full pipe.
-    let drain = |stream: Option<Box<dyn std::io::Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            if let Some(mut stream) = stream {
-                let _ = stream.read_to_string(&mut text);
-            }
-            text
-        })
-    };
-    let stdout = drain(child.stdout.take().map(|s| Box::new(s) as _));
-    let stderr = drain(child.stderr.take().map(|s| Box::new(s) as _));
-    let deadline = Instant::now() + INSTALL_TIMEOUT;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Ok(status),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(100)),
-            Ok(None) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                break Err(format!("timed out after {INSTALL_TIMEOUT:?}"));
-            }
-            Err(e) => break Err(e.to_string()),
+            ))
         }
-    };
-    let stdout = stdout.join().unwrap_or_default();
-    let stderr = stderr.join().unwrap_or_default();
-    let failed = match status {
-        Ok(status) if status.success() => None,
-        Ok(status) => Some(status.to_string()),
-        Err(why) => Some(why),
-    };
-    if let Some(why) = failed {
-        let _ = std::fs::remove_dir_all(&staging);
-        return Err(format!(
-            "`npm install node@{NODE_MAJOR} {SUITE_PACKAGE}@{SUITE_VERSION}` failed ({why}); the \
-             conformance test cannot run without them (is the npm registry reachable?)\n\
-             --- npm stdout ---\n{stdout}\n--- npm stderr ---\n{stderr}"
-        ));
+        Err(RunError::Failed {
+            why,
+            stdout,
+            stderr,
+        }) => {
+            let _ = std::fs::remove_dir_all(&staging);
+            return Err(format!(
+                "`npm install node@{NODE_MAJOR} {SUITE_PACKAGE}@{SUITE_VERSION}` failed ({why}); the \
+                 conformance test cannot run without them (is the npm registry reachable?)\n\
+                 --- npm stdout ---\n{stdout}\n--- npm stderr ---\n{stderr}"
+            ));
+        }
     }
     let installed = Suite::installed_in(&staging);
     if let Err(why) = installed {

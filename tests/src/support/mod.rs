@@ -10,6 +10,7 @@
 //! - [`conformance`]: the official conformance suite (install, run, judge against a baseline).
 
 mod build;
+pub mod command;
 pub mod conformance;
 pub mod isolation;
 mod modern;

@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::build::target_dir;
+use super::command::{run_captured, RunError};
 use crate::workspace_root;
 
 /// The venv's folder under the cargo target directory.
@@ -108,49 +109,19 @@ fn install(venv: &Path, requirements_path: &Path, requirements: &str) -> Result<
 /// Runs `command` to completion (at most [`INSTALL_TIMEOUT`]); on failure the error holds its
 /// output.
 fn run(mut command: Command, what: &str) -> Result<(), String> {
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| {
-            format!(
-                "the legacy SSE server needs Python 3 with venv and pip (python3 on PATH), but \
-                 `{what}` cannot run ({command:?}): {e}"
-            )
-        })?;
-    // Drain the pipes while waiting, or a chatty pip blocks on a full pipe.
-    let drain = |stream: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            if let Some(mut stream) = stream {
-                let _ = stream.read_to_string(&mut text);
-            }
-            text
-        })
-    };
-    let stdout = drain(child.stdout.take().map(|s| Box::new(s) as _));
-    let stderr = drain(child.stderr.take().map(|s| Box::new(s) as _));
-    let deadline = Instant::now() + INSTALL_TIMEOUT;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) if status.success() => break Ok(()),
-            Ok(Some(status)) => break Err(status.to_string()),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
-            Ok(None) => {
-                kill_and_reap(&mut child);
-                break Err(format!("timed out after {INSTALL_TIMEOUT:?}"));
-            }
-            Err(e) => break Err(e.to_string()),
-        }
-    };
-    let stdout = stdout.join().unwrap_or_default();
-    let stderr = stderr.join().unwrap_or_default();
-    status.map_err(|why| {
-        format!(
+    run_captured(&mut command, INSTALL_TIMEOUT).map_err(|error| match error {
+        RunError::Spawn(e) => format!(
+            "the legacy SSE server needs Python 3 with venv and pip (python3 on PATH), but \
+             `{what}` cannot run ({command:?}): {e}"
+        ),
+        RunError::Failed {
+            why,
+            stdout,
+            stderr,
+        } => format!(
             "`{what}` failed ({why}) while preparing the legacy SSE server's venv (is PyPI \
              reachable?): {command:?}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}"
-        )
+        ),
     })
 }
 
