@@ -18,32 +18,11 @@ pub fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// The shared specification folder: `../shared` next to the repository root (developer machines
-/// and CI), or the nearest `shared/` further up (a git worktree nested one level deeper), or
-/// `$MCP_SHARED_DIR`. Panics with an explanation when none holds `spec/2026-07-28/schema.json`.
-pub fn shared_dir() -> PathBuf {
-    const MARKER: &str = "spec/2026-07-28/schema.json";
-    if let Some(dir) = std::env::var_os("MCP_SHARED_DIR") {
-        let dir = PathBuf::from(dir);
-        assert!(
-            dir.join(MARKER).is_file(),
-            "MCP_SHARED_DIR={} has no {MARKER}",
-            dir.display()
-        );
-        return dir;
-    }
-    let root = workspace_root();
-    root.ancestors()
-        .skip(1)
-        .map(|dir| dir.join("shared"))
-        .find(|dir| dir.join(MARKER).is_file())
-        .unwrap_or_else(|| {
-            panic!(
-                "the shared spec folder is missing: expected {} (holding {MARKER}) next to the \
-                 repository root, or set MCP_SHARED_DIR",
-                root.join("../shared").display()
-            )
-        })
+/// The vendored copy of the official MCP JSON schema of protocol revision `version`
+/// (`2026-07-28`, `2025-11-25`, `2025-06-18`): `tests/schemas/mcp-<version>.schema.json`, with its
+/// source and licence in `tests/schemas/README.md`. The tests read nothing outside the repository.
+pub fn schema_path(version: &str) -> PathBuf {
+    workspace_root().join(format!("tests/schemas/mcp-{version}.schema.json"))
 }
 
 /// Turns `async fn NAME(kind: BackendKind)` test bodies into two tokio tests each,

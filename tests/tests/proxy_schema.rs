@@ -1,5 +1,5 @@
 //! Everything the proxy's front sends validates against the 2026-07-28 `schema.json`
-//! (`../shared/spec/2026-07-28/schema.json`, validated per `$defs` type).
+//! (the vendored `tests/schemas/mcp-2026-07-28.schema.json`, validated per `$defs` type).
 
 use mcp_migrate_tests::per_backend;
 use mcp_migrate_tests::support::{

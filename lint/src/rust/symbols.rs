@@ -1,4 +1,4 @@
-//! The legacy rmcp API surface, rule by rule (`../shared/docs/legacy-apis.md` §2), as lookup
+//! The legacy rmcp API surface, rule by rule, as lookup
 //! tables from a syntax node's name to the findings it produces, with their messages.
 
 use mcp_migrate_rules::RuleId;

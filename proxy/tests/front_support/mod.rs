@@ -209,27 +209,12 @@ pub fn call(id: Value, name: &str, arguments: Value) -> Value {
     )
 }
 
-/// Where the 2026-07-28 `schema.json` is: `$MCP_SCHEMA_2026_07_28`, the workspace copy under
-/// `tests/schemas/`, or the project's shared spec directory.
+/// The vendored 2026-07-28 `schema.json` (source and licence in `tests/schemas/README.md`).
 fn schema_path() -> PathBuf {
-    if let Some(path) = std::env::var_os("MCP_SCHEMA_2026_07_28") {
-        return PathBuf::from(path);
-    }
-    let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let candidates = [
-        workspace.join("tests/schemas/mcp-2026-07-28.schema.json"),
-        workspace.join("tests/schemas/2026-07-28/schema.json"),
-        PathBuf::from("/work/shared/spec/2026-07-28/schema.json"),
-    ];
-    candidates
-        .iter()
-        .find(|path| path.is_file())
-        .cloned()
-        .unwrap_or_else(|| {
-            panic!(
-                "the MCP 2026-07-28 schema.json was not found (set MCP_SCHEMA_2026_07_28); looked at {candidates:?}"
-            )
-        })
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/schemas/mcp-2026-07-28.schema.json"
+    ))
 }
 
 /// Validators for `#/$defs/<name>` of the 2026-07-28 schema.

@@ -1,0 +1,63 @@
+//! What the README promises a new user, checked: the first quick-start command's summary line and
+//! the `--version` of the linter.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// The README's quick start says what `cargo run -p cargo-mcp-lint -- tests/legacy-server` prints
+/// last (`found N errors, M warnings in F files`) and that it exits 1.
+#[test]
+fn the_quick_start_summary_in_the_readme_is_what_the_linter_prints() {
+    let root = workspace_root();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let promised = readme
+        .lines()
+        .find_map(|line| {
+            let start = line.find("found ")?;
+            let rest = &line[start..];
+            let end = rest.find(" files")? + " files".len();
+            Some(rest[..end].to_string())
+        })
+        .expect("the README's quick start quotes the linter's `found ... files` summary line");
+    let output = Command::new(env!("CARGO_BIN_EXE_cargo-mcp-lint"))
+        .args(["--format", "concise", "tests/legacy-server"])
+        .current_dir(&root)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let printed = stdout.lines().last().unwrap_or_default();
+    assert_eq!(
+        printed, promised,
+        "README quick start is stale: the linter prints `{printed}`"
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "the quick start says it exits 1"
+    );
+}
+
+#[test]
+fn version_is_printed_directly_and_as_a_cargo_subcommand() {
+    let expected = format!("cargo-mcp-lint {}\n", env!("CARGO_PKG_VERSION"));
+    for args in [&["--version"][..], &["mcp-lint", "--version"][..]] {
+        let output = Command::new(env!("CARGO_BIN_EXE_cargo-mcp-lint"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{args:?}");
+        assert_eq!(
+            String::from_utf8(output.stdout).unwrap(),
+            expected,
+            "{args:?}"
+        );
+    }
+}
