@@ -8,6 +8,7 @@ use clap::{ArgAction, CommandFactory, FromArgMatches, Parser};
 use mcp_migrate_rules::{RuleId, Severity, RULES};
 
 use crate::config::{Config, ConfigError, Layer, Level};
+use crate::fix;
 use crate::output::{self, Format, RenderOptions};
 use crate::walk;
 
@@ -79,6 +80,18 @@ pub struct Args {
     /// Worker threads (default: one per core)
     #[arg(long, short = 'j', value_name = "N")]
     pub threads: Option<usize>,
+
+    /// Apply safe fixes in place, then report what is left
+    #[arg(long, help_heading = "Fixes")]
+    pub fix: bool,
+
+    /// Also apply unsafe fixes (behaviour may change); alone, implies --fix
+    #[arg(long, help_heading = "Fixes")]
+    pub unsafe_fixes: bool,
+
+    /// Print the fixes as a unified diff instead of writing them; exit 1 if anything would change
+    #[arg(long, help_heading = "Fixes", conflicts_with = "fix")]
+    pub diff: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -157,9 +170,10 @@ pub fn run(args: Args, ordered: Vec<(usize, Level, String)>) -> u8 {
             writeln!(out, "{}", rule.docs.trim_end())?;
             writeln!(
                 out,
-                "\nCode: {}  Default: {}  Docs: {}",
+                "\nCode: {}  Default: {}  Fix: {}  Docs: {}",
                 rule.code,
                 rule.default_severity,
+                rule.fix,
                 rule.url()
             )
         });
@@ -205,7 +219,18 @@ pub fn run(args: Args, ordered: Vec<(usize, Level, String)>) -> u8 {
             return EXIT_ERROR;
         }
     };
-    let outcome = crate::lint(&targets, &config, !args.no_prefilter);
+    let mut outcome = crate::lint(&targets, &config, !args.no_prefilter);
+    if args.diff {
+        return print_diff(&targets, &config, &outcome, allowed_fixes(&args));
+    }
+    if args.fix || args.unsafe_fixes {
+        match apply_fixes(&targets, &config, &outcome, allowed_fixes(&args)) {
+            Ok(0) => {}
+            // Report what the fixes left.
+            Ok(_) => outcome = crate::lint(&targets, &config, !args.no_prefilter),
+            Err(code) => return code,
+        }
+    }
     let color = match args.color {
         ColorChoice::Always => true,
         ColorChoice::Never => false,
@@ -259,6 +284,92 @@ pub fn run(args: Args, ordered: Vec<(usize, Level, String)>) -> u8 {
     }
 }
 
+fn allowed_fixes(args: &Args) -> fix::Allowed {
+    if args.unsafe_fixes {
+        fix::Allowed::Unsafe
+    } else {
+        fix::Allowed::Safe
+    }
+}
+
+/// `--diff`: the unified diff of every file the fixes would change; exit 1 if there is one.
+fn print_diff(
+    targets: &walk::Targets,
+    config: &Config,
+    outcome: &crate::Outcome,
+    allowed: fix::Allowed,
+) -> u8 {
+    let fixed = crate::fix_files(targets, config, outcome, allowed);
+    let mut changed = 0;
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let code = print_or_broken_pipe(|out| {
+        for (path, original, result) in &fixed {
+            let display = crate::display_path(path, &cwd);
+            if let Some(warning) = &result.warning {
+                eprintln!("warning: {}: {warning}", display.display());
+            }
+            if result.fixed != *original {
+                changed += 1;
+                let name = display.to_string_lossy().replace('\\', "/");
+                write!(out, "{}", fix::unified_diff(&name, original, &result.fixed))?;
+            }
+        }
+        Ok(())
+    });
+    if code != EXIT_CLEAN {
+        return code;
+    }
+    eprintln!("{changed} file(s) would be changed");
+    if changed > 0 {
+        EXIT_FINDINGS
+    } else {
+        EXIT_CLEAN
+    }
+}
+
+/// `--fix`: writes the fixed files; returns how many fixes were applied.
+fn apply_fixes(
+    targets: &walk::Targets,
+    config: &Config,
+    outcome: &crate::Outcome,
+    allowed: fix::Allowed,
+) -> Result<usize, u8> {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let mut applied = 0;
+    let mut files = 0;
+    for (path, original, result) in crate::fix_files(targets, config, outcome, allowed) {
+        let display = crate::display_path(&path, &cwd);
+        if let Some(warning) = &result.warning {
+            eprintln!("warning: {}: {warning}", display.display());
+        }
+        if result.fixed == original {
+            continue;
+        }
+        if let Err(error) = std::fs::write(&path, &result.fixed) {
+            eprintln!("error: could not write {}: {error}", display.display());
+            return Err(EXIT_ERROR);
+        }
+        applied += result.applied;
+        files += 1;
+    }
+    if applied > 0 {
+        eprintln!("fixed {applied} finding(s) in {files} file(s)");
+    }
+    let remaining_unsafe = outcome
+        .diagnostics
+        .iter()
+        .filter(|d| {
+            d.fix
+                .as_ref()
+                .is_some_and(|f| f.applicability == fix::Applicability::Unsafe)
+        })
+        .count();
+    if allowed == fix::Allowed::Safe && remaining_unsafe > 0 {
+        eprintln!("{remaining_unsafe} more fix(es) available with --unsafe-fixes");
+    }
+    Ok(applied)
+}
+
 fn print_or_broken_pipe(print: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> u8 {
     let stdout = io::stdout();
     let mut out = stdout.lock();
@@ -273,12 +384,16 @@ fn print_or_broken_pipe(print: impl FnOnce(&mut dyn Write) -> io::Result<()>) ->
 }
 
 fn list_rules(out: &mut dyn Write) -> io::Result<()> {
-    writeln!(out, "{:<7} {:<36} {:<8} SUMMARY", "CODE", "NAME", "DEFAULT")?;
+    writeln!(
+        out,
+        "{:<7} {:<36} {:<8} {:<13} SUMMARY",
+        "CODE", "NAME", "DEFAULT", "FIX"
+    )?;
     for rule in RULES {
         writeln!(
             out,
-            "{:<7} {:<36} {:<8} {}",
-            rule.code, rule.name, rule.default_severity, rule.summary
+            "{:<7} {:<36} {:<8} {:<13} {}",
+            rule.code, rule.name, rule.default_severity, rule.fix, rule.summary
         )?;
     }
     Ok(())
