@@ -8,9 +8,9 @@ use clap::{ArgAction, CommandFactory, FromArgMatches, Parser};
 use mcp_migrate_rules::{RuleId, Severity, RULES};
 
 use crate::config::{Config, ConfigError, Layer, Level};
-use crate::fix;
 use crate::output::{self, Format, RenderOptions};
 use crate::walk;
+use crate::{baseline, fix};
 
 /// Exit code: nothing at error severity.
 pub const EXIT_CLEAN: u8 = 0;
@@ -92,6 +92,18 @@ pub struct Args {
     /// Print the fixes as a unified diff instead of writing them; exit 1 if anything would change
     #[arg(long, help_heading = "Fixes", conflicts_with = "fix")]
     pub diff: bool,
+
+    /// Known findings: those FILE lists are reported as baselined and do not fail the run
+    #[arg(long, value_name = "FILE", help_heading = "Adoption")]
+    pub baseline: Option<PathBuf>,
+
+    /// Write every current finding to the --baseline FILE (sorted, stable) and exit 0
+    #[arg(long, requires = "baseline", help_heading = "Adoption")]
+    pub update_baseline: bool,
+
+    /// Report only findings on lines changed since the git revision REV (`git diff REV`)
+    #[arg(long, value_name = "REV", help_heading = "Adoption")]
+    pub new_from_rev: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -231,6 +243,9 @@ pub fn run(args: Args, ordered: Vec<(usize, Level, String)>) -> u8 {
             Err(code) => return code,
         }
     }
+    if let Some(code) = adopt(&args, &mut outcome) {
+        return code;
+    }
     let color = match args.color {
         ColorChoice::Always => true,
         ColorChoice::Never => false,
@@ -282,6 +297,69 @@ pub fn run(args: Args, ordered: Vec<(usize, Level, String)>) -> u8 {
     } else {
         EXIT_CLEAN
     }
+}
+
+/// `--new-from-rev`, then `--baseline` / `--update-baseline`. `Some(code)` ends the run.
+fn adopt(args: &Args, outcome: &mut crate::Outcome) -> Option<u8> {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    if let Some(rev) = &args.new_from_rev {
+        let changed = match baseline::ChangedLines::since(rev, &cwd) {
+            Ok(changed) => changed,
+            Err(error) => {
+                eprintln!("error: --new-from-rev {rev}: {error}");
+                return Some(EXIT_ERROR);
+            }
+        };
+        let before = outcome.diagnostics.len();
+        outcome
+            .diagnostics
+            .retain(|diagnostic| changed.contains(diagnostic, &cwd));
+        outcome.summary.unchanged_lines = before - outcome.diagnostics.len();
+        let diagnostics = std::mem::take(&mut outcome.diagnostics);
+        outcome.summary.count(&diagnostics);
+        outcome.diagnostics = diagnostics;
+    }
+    let path = args.baseline.as_ref()?;
+    if args.update_baseline {
+        let baseline = baseline::Baseline::of(&outcome.diagnostics);
+        return Some(match baseline.write(path) {
+            Ok(()) => {
+                eprintln!(
+                    "wrote {} baseline entries for {} findings to {}",
+                    baseline.findings.len(),
+                    outcome.diagnostics.len(),
+                    path.display()
+                );
+                EXIT_CLEAN
+            }
+            Err(error) => {
+                eprintln!("error: {error}");
+                EXIT_ERROR
+            }
+        });
+    }
+    let known = match baseline::Baseline::read(path) {
+        Ok(known) => known,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return Some(EXIT_ERROR);
+        }
+    };
+    let diagnostics = std::mem::take(&mut outcome.diagnostics);
+    let matched = baseline::apply(&known, diagnostics, |entry| cwd.join(entry).exists());
+    for entry in &matched.stale {
+        eprintln!(
+            "warning: stale baseline entry ({} x{}): {} `{}` in {}; `--update-baseline` drops it",
+            entry.fingerprint, entry.count, entry.rule, entry.context, entry.path
+        );
+    }
+    outcome.diagnostics = matched.new;
+    outcome.summary.baselined = matched.baselined.len();
+    outcome.summary.stale_baseline_entries = matched.stale.iter().map(|e| e.count).sum();
+    let diagnostics = std::mem::take(&mut outcome.diagnostics);
+    outcome.summary.count(&diagnostics);
+    outcome.diagnostics = diagnostics;
+    None
 }
 
 fn allowed_fixes(args: &Args) -> fix::Allowed {

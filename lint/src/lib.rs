@@ -8,6 +8,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod baseline;
 pub mod cli;
 pub mod config;
 pub mod diagnostic;
