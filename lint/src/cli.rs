@@ -10,7 +10,7 @@ use mcp_migrate_rules::{RuleId, Severity, RULES};
 use crate::config::{Config, ConfigError, Layer, Level};
 use crate::output::{self, Format, RenderOptions};
 use crate::walk;
-use crate::{baseline, fix};
+use crate::{baseline, fix, scaffold};
 
 /// Exit code: nothing at error severity.
 pub const EXIT_CLEAN: u8 = 0;
@@ -92,6 +92,14 @@ pub struct Args {
     /// Print the fixes as a unified diff instead of writing them; exit 1 if anything would change
     #[arg(long, help_heading = "Fixes", conflicts_with = "fix")]
     pub diff: bool,
+
+    /// Print the MRTR scaffold of the tool handler at PATH:LINE (display-only) and exit
+    #[arg(long, value_name = "PATH:LINE", help_heading = "Fixes", conflicts_with_all = ["fix", "diff"])]
+    pub scaffold: Option<String>,
+
+    /// With --fix: write the MRTR scaffolds of a file's handlers beside it, as FILE.mrtr.rs
+    #[arg(long, requires = "fix", help_heading = "Fixes")]
+    pub scaffolds: bool,
 
     /// Known findings: those FILE lists are reported as baselined and do not fail the run
     #[arg(long, value_name = "FILE", help_heading = "Adoption")]
@@ -190,6 +198,9 @@ pub fn run(args: Args, ordered: Vec<(usize, Level, String)>) -> u8 {
             )
         });
     }
+    if let Some(location) = &args.scaffold {
+        return print_scaffold(location);
+    }
     let mut cli_levels = Vec::new();
     for (_, level, selector) in ordered {
         if selector == "all" {
@@ -241,6 +252,9 @@ pub fn run(args: Args, ordered: Vec<(usize, Level, String)>) -> u8 {
             // Report what the fixes left.
             Ok(_) => outcome = crate::lint(&targets, &config, !args.no_prefilter),
             Err(code) => return code,
+        }
+        if args.scaffolds {
+            write_scaffolds(&outcome);
         }
     }
     if let Some(code) = adopt(&args, &mut outcome) {
@@ -360,6 +374,85 @@ fn adopt(args: &Args, outcome: &mut crate::Outcome) -> Option<u8> {
     outcome.summary.count(&diagnostics);
     outcome.diagnostics = diagnostics;
     None
+}
+
+/// `--scaffold PATH:LINE`.
+fn print_scaffold(location: &str) -> u8 {
+    let Some((path, line)) = location
+        .rsplit_once(':')
+        .and_then(|(path, line)| Some((path, line.parse::<usize>().ok()?)))
+    else {
+        eprintln!("error: --scaffold wants PATH:LINE (e.g. src/tools.rs:42), not `{location}`");
+        return EXIT_ERROR;
+    };
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) => {
+            eprintln!("error: could not read {path}: {error}");
+            return EXIT_ERROR;
+        }
+    };
+    let file = crate::diagnostic::SourceFile::new(PathBuf::from(path), text);
+    match scaffold::scaffold_at(&file, line) {
+        Ok(found) => print_or_broken_pipe(|out| {
+            write!(out, "{}", scaffold::render(Path::new(path), &[found]))
+        }),
+        Err(error) => {
+            eprintln!("error: {path}:{line}: {error}");
+            EXIT_ERROR
+        }
+    }
+}
+
+/// `--fix --scaffolds`: `FILE.mrtr.rs` beside each file with a handler that awaits a client
+/// request mid-call.
+fn write_scaffolds(outcome: &crate::Outcome) {
+    let mut files: Vec<&Path> = outcome
+        .diagnostics
+        .iter()
+        .filter(|d| d.rule == RuleId::ServerInitiatedRequest)
+        .map(|d| d.file.path.as_path())
+        .filter(|path| path.extension().is_some_and(|e| e == "rs"))
+        .collect();
+    files.dedup();
+    for path in files {
+        let Ok(text) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        let file = crate::diagnostic::SourceFile::new(path.to_path_buf(), text);
+        let (found, skipped) = match scaffold::file_scaffolds(&file) {
+            Ok(result) => result,
+            Err(error) => {
+                eprintln!("warning: no scaffolds for {error}");
+                continue;
+            }
+        };
+        for skip in skipped {
+            eprintln!(
+                "note: {}:{}: no scaffold: {}",
+                path.display(),
+                skip.line,
+                skip.reason
+            );
+        }
+        if found.is_empty() {
+            continue;
+        }
+        let target = path.with_extension("mrtr.rs");
+        match std::fs::write(&target, scaffold::render(path, &found)) {
+            Ok(()) => eprintln!(
+                "wrote {} ({} handler(s): {})",
+                target.display(),
+                found.len(),
+                found
+                    .iter()
+                    .map(|s| s.handler.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Err(error) => eprintln!("warning: could not write {}: {error}", target.display()),
+        }
+    }
 }
 
 fn allowed_fixes(args: &Args) -> fix::Allowed {

@@ -17,6 +17,7 @@ pub mod manifest;
 pub mod output;
 pub mod prefilter;
 pub mod rust;
+pub mod scaffold;
 pub mod suppress;
 pub mod walk;
 

@@ -251,3 +251,74 @@ fn explain_and_list_rules_state_the_fix_applicability() {
     let line = list.lines().find(|l| l.starts_with("MCP902")).unwrap();
     assert!(line.contains(" safe "), "{line}");
 }
+
+#[test]
+fn scaffold_prints_the_mrtr_shape_of_the_handler_at_a_line() {
+    let root = workspace_root();
+    let source = std::fs::read_to_string(root.join("tests/legacy-server/src/main.rs")).unwrap();
+    let line = source
+        .lines()
+        .position(|l| l.contains("async fn ask_name("))
+        .unwrap()
+        + 1;
+    let location = format!("tests/legacy-server/src/main.rs:{line}");
+    let output = lint_in(&root, &["--scaffold", &location]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let scaffold = text(&output.stdout);
+    assert!(scaffold.contains("async fn ask_name("), "{scaffold}");
+    assert!(
+        scaffold.contains("\"ask_name.elicitation.1\""),
+        "{scaffold}"
+    );
+    assert!(
+        scaffold.contains("mrtr::schema_of::<UserName>()?"),
+        "{scaffold}"
+    );
+    assert!(syn::parse_file(&scaffold).is_ok(), "the scaffold parses");
+
+    for (location, message) in [
+        ("tests/legacy-server/src/main.rs", "wants PATH:LINE"),
+        (
+            "tests/legacy-server/src/main.rs:1",
+            "no method of an `impl` block holds line 1",
+        ),
+        ("no/such/file.rs:3", "could not read no/such/file.rs"),
+    ] {
+        let output = lint_in(&root, &["--scaffold", location]);
+        assert_eq!(output.status.code(), Some(2), "{location}");
+        assert!(
+            text(&output.stderr).contains(message),
+            "{}",
+            text(&output.stderr)
+        );
+    }
+}
+
+#[test]
+fn fix_with_scaffolds_writes_them_beside_the_handlers() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = workspace_root();
+    for relative in ["Cargo.toml", "src/main.rs"] {
+        let target = dir.path().join(relative);
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::copy(root.join("tests/legacy-server").join(relative), target).unwrap();
+    }
+    let output = lint_in(dir.path(), &["--fix", "--scaffolds", "--exit-zero", "."]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains(
+            "src/main.mrtr.rs (4 handler(s): ask_name, confirm_delete, connect_account, ask_twice)"
+        ),
+        "{stderr}"
+    );
+    // `ask_three` runs its requests inside `tokio::join!`: said, not guessed.
+    assert!(stderr.contains("ask_three"), "{stderr}");
+    let written = std::fs::read_to_string(dir.path().join("src/main.mrtr.rs")).unwrap();
+    assert!(syn::parse_file(&written).is_ok());
+    assert_eq!(
+        written.matches("impl FixtureServer").count(),
+        1,
+        "one impl per original impl"
+    );
+}
