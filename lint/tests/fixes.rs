@@ -34,6 +34,11 @@ const FIXED: &[(&str, &[&str])] = &[
     ),
     ("deprecated-logging", &["src/positive.rs", "Cargo.toml"]),
     ("legacy-sdk-version", &["Cargo.toml"]),
+    // Display-only: the -32042 rewrite is shown, never applied (the `.fixed` file is unchanged).
+    (
+        "server-initiated-request",
+        &["Cargo.toml", "src/positive_background.rs"],
+    ),
     ("unused-suppression", &["src/positive.rs"]),
 ];
 

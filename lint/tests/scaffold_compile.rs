@@ -103,6 +103,27 @@ fn scaffolds_of_the_fixtures_and_the_legacy_server_compile_against_rmcp_3() {
             "{expected} not in {handlers:#?}"
         );
     }
+    // The display-only `-32042` → `input_required` rewrites that stand alone (`Err(..)` in a
+    // handler): each as the body of a function returning the handler's new type.
+    let targets = cargo_mcp_lint::walk::path_targets(&[root.join("tests/legacy-server")]).unwrap();
+    let outcome = cargo_mcp_lint::lint(&targets, &Default::default(), true);
+    let rewrites: Vec<&str> = outcome
+        .diagnostics
+        .iter()
+        .filter_map(|d| d.fix.as_ref())
+        .filter(|fix| fix.applicability == cargo_mcp_lint::fix::Applicability::DisplayOnly)
+        .map(|fix| fix.edits[0].content.as_str())
+        .filter(|content| content.starts_with("Ok("))
+        .collect();
+    assert_eq!(rewrites.len(), 1, "the legacy server's `open_vault`");
+    let mut url_fixes = String::from("use rmcp::model::*;\n");
+    for (index, content) in rewrites.iter().enumerate() {
+        url_fixes.push_str(&format!(
+            "pub fn url_fix_{index}() -> Result<CallToolResponse, rmcp::ErrorData> {{\n{content}\n}}\n"
+        ));
+    }
+    std::fs::write(src.join("url_fixes.rs"), url_fixes).unwrap();
+    lib.push_str("mod url_fixes;\n");
     std::fs::write(src.join("lib.rs"), lib).unwrap();
     std::fs::write(dir.path().join("Cargo.toml"), MANIFEST).unwrap();
     // The workspace's lock file: the same rmcp 3 and dependencies the repository uses.

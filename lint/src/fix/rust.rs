@@ -186,59 +186,78 @@ impl Finder<'_> {
         ))
     }
 
-    /// `Err(ErrorData::url_elicitation_required(message, data))` → the `input_required` result.
-    fn url_elicitation(&self, outer: &syn::ExprCall) -> Option<(usize, Fix)> {
-        let syn::Expr::Path(err) = &*outer.func else {
-            return None;
-        };
-        if !err.path.is_ident("Err") || outer.args.len() != 1 {
-            return None;
-        }
-        let syn::Expr::Call(inner) = &outer.args[0] else {
-            return None;
-        };
-        let syn::Expr::Path(func) = &*inner.func else {
+    /// `ErrorData::url_elicitation_required(message, data)` (-32042) → an `input_required`
+    /// result with a URL-mode elicitation request; `Err(that)` → `Ok(CallToolResponse::..)`.
+    fn url_elicitation(&self, call: &syn::ExprCall, wrapped: bool) -> Option<(usize, Fix)> {
+        let syn::Expr::Path(func) = &*call.func else {
             return None;
         };
         let index = self.wanted(RuleId::ServerInitiatedRequest, func.path.span())?;
-        let message = inner.args.first()?;
-        let url = inner
+        let message = call.args.first()?;
+        let url = call
             .args
             .iter()
             .nth(1)
-            .and_then(|data| string_after_key(data.to_token_stream(), "url"))
+            .and_then(|data| value_after_key(data.to_token_stream(), "url"))
             .map_or_else(
                 || quote!(todo!("the URL the -32042 error carried")),
-                |url| quote!(#url.to_owned()),
+                |url| match url {
+                    syn::Expr::Lit(_) | syn::Expr::Path(_) => quote!(#url.to_string()),
+                    _ => quote!((#url).to_string()),
+                },
             );
-        let replacement: syn::Expr = syn::parse_quote! {
-            Ok(CallToolResponse::InputRequired(InputRequiredResult::from_input_requests(
-                InputRequests::from([(
-                    "url".to_owned(),
-                    InputRequest::Elicitation(ElicitRequest::new(
-                        ElicitRequestParams::UrlElicitationParams {
-                            meta: None,
-                            message: String::from(#message),
-                            url: #url,
-                            elicitation_id: String::new(),
-                        },
-                    )),
-                )]),
-            )))
+        let result: syn::Expr = syn::parse_quote! {
+            InputRequiredResult::from_input_requests(InputRequests::from([(
+                "url".to_owned(),
+                InputRequest::Elicitation(ElicitRequest::new(
+                    ElicitRequestParams::UrlElicitationParams {
+                        meta: None,
+                        message: String::from(#message),
+                        url: #url,
+                        elicitation_id: String::new(),
+                    },
+                )),
+            )]))
+        };
+        let (replacement, message): (syn::Expr, &str) = if wrapped {
+            (
+                syn::parse_quote!(Ok(CallToolResponse::InputRequired(#result))),
+                "return an `input_required` result with a URL-mode elicitation request \
+                 (the handler must return `CallToolResponse`; the retry carries the user's answer \
+                 under `url`)",
+            )
+        } else {
+            (
+                result,
+                "build an `input_required` result with a URL-mode elicitation request instead \
+                 of the -32042 error, and return it as `CallToolResponse::InputRequired`",
+            )
         };
         Some((
             index,
             Fix::new(
                 Applicability::DisplayOnly,
-                "return an `input_required` result with a URL-mode elicitation request \
-                 (the handler must return `CallToolResponse`; the retry carries the user's answer \
-                 under `url`)",
+                message,
                 vec![Edit::replace(
-                    self.span(outer.span()),
+                    self.span(call.span()),
                     super::format_expr(&replacement),
                 )],
             ),
         ))
+    }
+}
+
+/// `Err(inner)`: the inner call.
+fn err_call(call: &syn::ExprCall) -> Option<&syn::ExprCall> {
+    let syn::Expr::Path(err) = &*call.func else {
+        return None;
+    };
+    if !err.path.is_ident("Err") || call.args.len() != 1 {
+        return None;
+    }
+    match &call.args[0] {
+        syn::Expr::Call(inner) => Some(inner),
+        _ => None,
     }
 }
 
@@ -291,7 +310,15 @@ impl<'ast> Visit<'ast> for Finder<'_> {
     }
 
     fn visit_expr_call(&mut self, call: &'ast syn::ExprCall) {
-        if let Some(found) = self.url_elicitation(call) {
+        // `Err(..)` first: its fix wins over the bare call's for the same finding.
+        let found = err_call(call)
+            .and_then(|inner| self.url_elicitation(inner, true))
+            .map(|(index, mut fix)| {
+                fix.edits[0].span = self.span(call.span());
+                (index, fix)
+            })
+            .or_else(|| self.url_elicitation(call, false));
+        if let Some(found) = found {
             self.found.push(found);
         }
         syn::visit::visit_expr_call(self, call);
@@ -452,13 +479,14 @@ fn field_value(text: &str) -> String {
     }
 }
 
-/// The string literal that follows `"key":` anywhere in `tokens` (e.g. inside `json!({..})`).
-fn string_after_key(tokens: TokenStream, key: &str) -> Option<syn::LitStr> {
+/// The expression that follows `"key":` anywhere in `tokens` (e.g. inside `json!({..})`), up
+/// to the next `,` of its level.
+fn value_after_key(tokens: TokenStream, key: &str) -> Option<syn::Expr> {
     let trees: Vec<TokenTree> = tokens.into_iter().collect();
     for (index, tree) in trees.iter().enumerate() {
         match tree {
             TokenTree::Group(group) => {
-                if let Some(found) = string_after_key(group.stream(), key) {
+                if let Some(found) = value_after_key(group.stream(), key) {
                     return Some(found);
                 }
             }
@@ -468,11 +496,12 @@ fn string_after_key(tokens: TokenStream, key: &str) -> Option<syn::LitStr> {
                 let colon =
                     matches!(trees.get(index + 1), Some(TokenTree::Punct(p)) if p.as_char() == ':');
                 if is_key && colon {
-                    if let Some(TokenTree::Literal(value)) = trees.get(index + 2) {
-                        if let Ok(lit) = syn::parse_str::<syn::LitStr>(&value.to_string()) {
-                            return Some(lit);
-                        }
-                    }
+                    let value: TokenStream = trees[index + 2..]
+                        .iter()
+                        .take_while(|t| !matches!(t, TokenTree::Punct(p) if p.as_char() == ','))
+                        .cloned()
+                        .collect();
+                    return syn::parse2(value).ok();
                 }
             }
             _ => {}
