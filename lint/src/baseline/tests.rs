@@ -1,5 +1,5 @@
 use super::*;
-use crate::rust::{lint_file, CrateContext};
+use mcp_migrate_rules::RuleId;
 
 const SERVER: &str = r#"use rmcp::model::{ContextInclusion, LoggingLevel};
 
@@ -25,14 +25,37 @@ pub fn twice() -> Vec<Option<ContextInclusion>> {
 }
 "#;
 
+/// Findings where the analyzer puts them (a `set_level` override's name, each deprecated
+/// `ContextInclusion` path), made here so that these tests do not depend on detection details.
 fn findings(path: &str, text: &str) -> Vec<Diagnostic> {
-    let context = CrateContext {
-        sdk_names: vec!["rmcp".into()],
-        depends_on_sdk: true,
-        manifest: None,
-    };
     let file = SourceFile::new(path.into(), text.to_owned());
-    lint_file(&file, &context)
+    let mut out = Vec::new();
+    for (needle, rule) in [
+        ("set_level", RuleId::DeprecatedLogging),
+        (
+            "ContextInclusion::ThisServer",
+            RuleId::DeprecatedIncludeContext,
+        ),
+        (
+            "ContextInclusion::AllServers",
+            RuleId::DeprecatedIncludeContext,
+        ),
+    ] {
+        for (start, _) in text.match_indices(needle) {
+            out.push(Diagnostic {
+                rule,
+                severity: rule.rule().default_severity,
+                file: file.clone(),
+                span: ByteSpan::new(start, start + needle.len()),
+                message: String::new(),
+                help: None,
+                label: None,
+                fix: None,
+            });
+        }
+    }
+    out.sort_by_key(|d| d.span);
+    out
 }
 
 fn no_file_is_gone(_: &str) -> bool {
