@@ -103,6 +103,8 @@ pub struct Diagnostic {
     pub help: Option<String>,
     /// A short label shown under the source snippet.
     pub label: Option<String>,
+    /// The automatic fix, when the rule has one for this finding (see [`crate::fix`]).
+    pub fix: Option<crate::fix::Fix>,
 }
 
 /// Where a diagnostic sits, 1-based, end inclusive of the last character's column + 1 (exclusive).

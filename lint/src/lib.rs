@@ -8,13 +8,16 @@
 
 #![forbid(unsafe_code)]
 
+pub mod baseline;
 pub mod cli;
 pub mod config;
 pub mod diagnostic;
+pub mod fix;
 pub mod manifest;
 pub mod output;
 pub mod prefilter;
 pub mod rust;
+pub mod scaffold;
 pub mod suppress;
 pub mod walk;
 
@@ -111,6 +114,70 @@ pub fn lint(targets: &Targets, config: &Config, use_prefilter: bool) -> Outcome 
         .sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
     outcome.summary.count(&outcome.diagnostics);
     outcome
+}
+
+/// Fixes every file whose findings carry an allowed fix, in memory: the fixed texts (only those
+/// that changed or were refused), keyed by the path the walk found. Each file is linted again
+/// after every pass, with its own crate context and configuration.
+pub fn fix_files(
+    targets: &Targets,
+    config: &Config,
+    outcome: &Outcome,
+    allowed: fix::Allowed,
+) -> Vec<(PathBuf, String, fix::FileFix)> {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let mut wanted: Vec<&Path> = outcome
+        .diagnostics
+        .iter()
+        .filter(|d| {
+            d.fix
+                .as_ref()
+                .is_some_and(|f| allowed.permits(f.applicability))
+        })
+        .map(|d| d.file.path.as_path())
+        .collect();
+    wanted.sort();
+    wanted.dedup();
+    let mut index = CrateIndex::with_texts(&targets.manifest_texts);
+    let mut jobs = Vec::new();
+    for path in targets.rust_files.iter().chain(&targets.manifests) {
+        let display = display_path(path, &cwd);
+        if wanted.binary_search(&display.as_path()).is_ok() {
+            let is_manifest = targets.manifests.contains(path);
+            let context = (!is_manifest).then(|| index.context_for(path));
+            jobs.push((path.clone(), display, context));
+        }
+    }
+    jobs.into_par_iter()
+        .filter_map(|(path, display, context)| {
+            let original = std::fs::read_to_string(&path).ok()?;
+            let kind = if context.is_some() {
+                fix::SourceKind::Rust
+            } else {
+                fix::SourceKind::Manifest
+            };
+            let result = fix::fix_text(&original, kind, allowed, |text| {
+                lint_source(&path, &display, context.as_deref(), text.to_owned(), config)
+            });
+            (result.fixed != original || result.warning.is_some())
+                .then_some((path, original, result))
+        })
+        .collect()
+}
+
+/// Lints one file's text as the run would (suppressions, configured severities, fixes); a
+/// manifest when `context` is `None`.
+pub fn lint_source(
+    path: &Path,
+    display: &Path,
+    context: Option<&rust::CrateContext>,
+    text: String,
+    config: &Config,
+) -> Vec<Diagnostic> {
+    match context {
+        Some(context) => lint_rust(path, display, context, text, config).diagnostics,
+        None => lint_manifest(path, Some(&text), display, config, false).diagnostics,
+    }
 }
 
 #[derive(Debug, Default)]
@@ -234,7 +301,7 @@ fn finish(
     let applied = suppress::apply(file, style, diagnostics, |rule| {
         config.severity(rule, path).is_some()
     });
-    let diagnostics = applied
+    let mut diagnostics: Vec<Diagnostic> = applied
         .kept
         .into_iter()
         .filter_map(|mut diagnostic| {
@@ -242,6 +309,7 @@ fn finish(
             Some(diagnostic)
         })
         .collect();
+    fix::attach(file, style.into(), &mut diagnostics);
     FileResult {
         diagnostics,
         suppressed: applied.suppressed,
@@ -263,6 +331,7 @@ fn unreadable(display: &Path, reason: &str, config: &Config) -> FileResult {
             message: format!("could not read this file: {reason}"),
             help: Some("nothing in this file was linted".into()),
             label: None,
+            fix: None,
         }],
         ..FileResult::default()
     }

@@ -66,6 +66,7 @@ impl ManifestError {
             message: format!("`Cargo.toml` is not valid TOML: {}", self.message.trim()),
             help: Some("fix the manifest; `cargo metadata` reports the same error".into()),
             label: Some("parse error here".into()),
+            fix: None,
         }
     }
 }
@@ -177,6 +178,7 @@ impl Manifest {
             message,
             help: Some(help.to_owned()),
             label: Some(label.to_owned()),
+            fix: None,
         }
     }
 }

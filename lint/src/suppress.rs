@@ -117,6 +117,7 @@ fn meta(
         message,
         help: Some(help.to_owned()),
         label: Some("suppression comment".into()),
+        fix: None,
     }
 }
 
@@ -294,6 +295,7 @@ mod tests {
             message: "m".into(),
             help: None,
             label: None,
+            fix: None,
         }
     }
 

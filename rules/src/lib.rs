@@ -69,15 +69,37 @@ impl Family {
 }
 
 /// Whether an automatic fix exists for a rule, and how safe applying it is (ruff's applicability).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+/// Ordered from least to most applicable: `None < DisplayOnly < Unsafe < Safe`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FixAvailability {
-    /// No automatic fix: the change needs a human (e.g. rewriting a handler as MRTR).
+    /// No automatic fix: the change needs a human.
     None,
-    /// A fix that may change behaviour; offered but never applied silently.
+    /// A suggested rewrite that is shown (in the report, SARIF `fixes`, JSON `fix`, or as a
+    /// scaffold) but never applied: its shape differs from the code it replaces (e.g. an MRTR
+    /// handler for one that awaits a client request mid-call).
+    DisplayOnly,
+    /// A fix that may change behaviour: applied only with `--unsafe-fixes`.
     Unsafe,
-    /// A fix that keeps behaviour.
+    /// A fix that keeps behaviour: applied with `--fix`.
     Safe,
+}
+
+impl FixAvailability {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FixAvailability::None => "none",
+            FixAvailability::DisplayOnly => "display-only",
+            FixAvailability::Unsafe => "unsafe",
+            FixAvailability::Safe => "safe",
+        }
+    }
+}
+
+impl fmt::Display for FixAvailability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// One entry of the catalogue.
@@ -156,13 +178,13 @@ catalogue! {
     DeprecatedRoots = "MCP102", "deprecated-roots", Deprecated, Warning, None,
         "roots (`roots/list`, `notifications/roots/list_changed`) are deprecated in MCP 2026-07-28",
         "2026-07-28 changelog, Deprecated 1 (SEP-2577) and Major 5 (SEP-2575); client/roots";
-    DeprecatedLogging = "MCP103", "deprecated-logging", Deprecated, Warning, None,
+    DeprecatedLogging = "MCP103", "deprecated-logging", Deprecated, Warning, Unsafe,
         "protocol logging (`notifications/message`, `logging/setLevel`) is deprecated in MCP 2026-07-28",
         "2026-07-28 changelog, Deprecated 1 (SEP-2577) and Major 5 (SEP-2575); server/utilities/logging";
     DeprecatedIncludeContext = "MCP104", "deprecated-include-context", Deprecated, Warning, Unsafe,
         "`includeContext` `thisServer` / `allServers` is deprecated in MCP 2026-07-28",
         "2026-07-28 changelog, Deprecated 3 (SEP-2596); client/sampling";
-    ServerInitiatedRequest = "MCP201", "server-initiated-request", ProtocolFlow, Error, None,
+    ServerInitiatedRequest = "MCP201", "server-initiated-request", ProtocolFlow, Error, DisplayOnly,
         "a server sends a request to the client and awaits the reply instead of returning `input_required`",
         "2026-07-28 basic/patterns/mrtr and changelog, Major 7 (SEP-2322, SEP-2260)";
     ElicitationCompleteNotification = "MCP202", "elicitation-complete-notification", ProtocolFlow, Error, None,
@@ -344,6 +366,25 @@ mod tests {
                 .docs
                 .starts_with(&format!("# {} ({})", rule.name, rule.code)));
         }
+    }
+
+    #[test]
+    fn every_fix_safety_section_states_the_catalogue_applicability() {
+        for rule in RULES {
+            let start = rule.docs.find("## Fix safety").unwrap();
+            let end = rule.docs.find("## References").unwrap();
+            let section = rule.docs[start..end].to_lowercase();
+            let expected = match rule.fix {
+                FixAvailability::None => "no automatic fix",
+                other => other.as_str(),
+            };
+            assert!(
+                section.contains(expected),
+                "{rule}: `Fix safety` does not say `{expected}`"
+            );
+        }
+        assert!(FixAvailability::Safe > FixAvailability::Unsafe);
+        assert!(FixAvailability::Unsafe > FixAvailability::DisplayOnly);
     }
 
     #[test]

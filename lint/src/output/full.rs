@@ -94,8 +94,21 @@ impl miette::Diagnostic for Report<'_> {
     }
 
     fn help<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
-        let help = self.diagnostic.help.as_ref()?;
-        Some(Box::new(help))
+        let help = self.diagnostic.help.as_deref();
+        let fix = self.diagnostic.fix.as_ref().map(|fix| {
+            let how = match fix.applicability {
+                crate::fix::Applicability::Safe => "safe fix, `--fix`",
+                crate::fix::Applicability::Unsafe => "unsafe fix, `--fix --unsafe-fixes`",
+                _ => "suggestion, not applied; `--format json` has the code",
+            };
+            format!("{} ({how})", fix.message)
+        });
+        match (help, fix) {
+            (Some(help), Some(fix)) => Some(Box::new(format!("{help}\nfix: {fix}"))),
+            (Some(help), None) => Some(Box::new(help)),
+            (None, Some(fix)) => Some(Box::new(format!("fix: {fix}"))),
+            (None, None) => None,
+        }
     }
 
     fn source_code(&self) -> Option<&dyn SourceCode> {

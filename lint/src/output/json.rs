@@ -33,8 +33,50 @@ struct JsonDiagnostic<'a> {
     end_column: usize,
     message: &'a str,
     help: Option<&'a str>,
-    /// Always `null` until the linter offers automatic fixes.
-    fix: Option<()>,
+    /// The finding's fix (`null` when it has none): applicability, message and edits.
+    fix: Option<JsonFix<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonFix<'a> {
+    /// `safe` (`--fix`), `unsafe` (`--unsafe-fixes`) or `display-only` (never applied).
+    applicability: mcp_migrate_rules::FixAvailability,
+    message: &'a str,
+    edits: Vec<JsonEdit<'a>>,
+}
+
+/// Replace the text from (line, column) to (end_line, end_column), exclusive, with `content`.
+#[derive(Serialize)]
+struct JsonEdit<'a> {
+    line: usize,
+    column: usize,
+    end_line: usize,
+    end_column: usize,
+    content: &'a str,
+}
+
+fn json_fix<'a>(diagnostic: &'a Diagnostic) -> Option<JsonFix<'a>> {
+    let fix = diagnostic.fix.as_ref()?;
+    let file = &diagnostic.file;
+    Some(JsonFix {
+        applicability: fix.applicability,
+        message: &fix.message,
+        edits: fix
+            .edits
+            .iter()
+            .map(|edit| {
+                let (line, column) = file.line_column(edit.span.start);
+                let (end_line, end_column) = file.line_column(edit.span.end);
+                JsonEdit {
+                    line,
+                    column,
+                    end_line,
+                    end_column,
+                    content: &edit.content,
+                }
+            })
+            .collect(),
+    })
 }
 
 pub(super) fn render(
@@ -60,7 +102,7 @@ pub(super) fn render(
                     end_column: location.end_column,
                     message: &diagnostic.message,
                     help: diagnostic.help.as_deref(),
-                    fix: None,
+                    fix: json_fix(diagnostic),
                 }
             })
             .collect(),

@@ -39,10 +39,25 @@ pub struct Summary {
     pub infos: usize,
     /// Findings silenced by inline suppression comments.
     pub suppressed: usize,
+    /// Findings a `--baseline` file knows (not reported, not failing).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub baselined: usize,
+    /// Baseline entries that matched no finding (fixed, or changed beyond recognition).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub stale_baseline_entries: usize,
+    /// Findings outside the lines changed since `--new-from-rev` (not reported).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unchanged_lines: usize,
+}
+
+fn is_zero(count: &usize) -> bool {
+    *count == 0
 }
 
 impl Summary {
+    /// Counts the severities of `diagnostics` (replacing earlier counts).
     pub fn count(&mut self, diagnostics: &[Diagnostic]) {
+        (self.errors, self.warnings, self.infos) = (0, 0, 0);
         for diagnostic in diagnostics {
             match diagnostic.severity {
                 mcp_migrate_rules::Severity::Error => self.errors += 1,
@@ -78,7 +93,7 @@ pub fn render(
 }
 
 /// A path as the user should see it in every format: `/` separators on every platform.
-fn display_path(path: &std::path::Path) -> String {
+pub(crate) fn display_path(path: &std::path::Path) -> String {
     let text = path.to_string_lossy();
     if std::path::MAIN_SEPARATOR == '/' {
         text.into_owned()
@@ -120,6 +135,18 @@ fn summary_line(summary: &Summary) -> String {
     }
     if summary.suppressed > 0 {
         notes.push(format!("{} suppressed", summary.suppressed));
+    }
+    if summary.baselined > 0 {
+        notes.push(format!("{} baselined", summary.baselined));
+    }
+    if summary.stale_baseline_entries > 0 {
+        notes.push(format!(
+            "{} stale baseline entries",
+            summary.stale_baseline_entries
+        ));
+    }
+    if summary.unchanged_lines > 0 {
+        notes.push(format!("{} on unchanged lines", summary.unchanged_lines));
     }
     if !notes.is_empty() {
         line.push_str(&format!(" ({})", notes.join(", ")));

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::path::Path;
 
-use mcp_migrate_rules::{Family, Rule, Severity, RULES};
+use mcp_migrate_rules::{Family, FixAvailability, Rule, Severity, RULES};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -125,9 +125,40 @@ struct Configuration {
 }
 
 #[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 struct RuleProperties {
     tags: [Family; 1],
     precision: &'static str,
+    /// `safe`, `unsafe`, `display-only` or `none` (the catalogue's fix applicability).
+    fix_applicability: FixAvailability,
+}
+
+/// A SARIF `fix`: the edits of one finding's fix, with its applicability in the property bag.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SarifFix {
+    description: Message<String>,
+    artifact_changes: [ArtifactChange; 1],
+    properties: FixProperties,
+}
+
+#[derive(Serialize)]
+struct FixProperties {
+    applicability: FixAvailability,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ArtifactChange {
+    artifact_location: ArtifactLocation,
+    replacements: Vec<Replacement>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Replacement {
+    deleted_region: Region,
+    inserted_content: Message<String>,
 }
 
 #[derive(Serialize)]
@@ -139,6 +170,8 @@ struct SarifResult {
     message: Message<String>,
     locations: [ResultLocation; 1],
     partial_fingerprints: BTreeMap<&'static str, String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    fixes: Vec<SarifFix>,
 }
 
 #[derive(Serialize)]
@@ -191,6 +224,7 @@ fn rule_descriptor(rule: &'static Rule) -> ReportingDescriptor {
         properties: RuleProperties {
             tags: [rule.family],
             precision: precision(rule.family),
+            fix_applicability: rule.fix,
         },
     }
 }
@@ -243,6 +277,47 @@ fn result(diagnostic: &Diagnostic, fingerprints: &mut Fingerprints) -> SarifResu
             },
         }],
         partial_fingerprints: BTreeMap::from([(FINGERPRINT_KEY, fingerprints.next(diagnostic))]),
+        fixes: diagnostic
+            .fix
+            .iter()
+            .map(|fix| sarif_fix(diagnostic, fix))
+            .collect(),
+    }
+}
+
+fn sarif_fix(diagnostic: &Diagnostic, fix: &crate::fix::Fix) -> SarifFix {
+    let (uri, uri_base_id) = artifact_uri(&diagnostic.file.path);
+    let file = &diagnostic.file;
+    SarifFix {
+        description: Message {
+            text: fix.message.clone(),
+        },
+        artifact_changes: [ArtifactChange {
+            artifact_location: ArtifactLocation { uri, uri_base_id },
+            replacements: fix
+                .edits
+                .iter()
+                .map(|edit| {
+                    let (start_line, start_column) = file.line_column(edit.span.start);
+                    let (end_line, end_column) = file.line_column(edit.span.end);
+                    Replacement {
+                        deleted_region: Region {
+                            start_line,
+                            start_column,
+                            end_line,
+                            end_column,
+                            snippet: None,
+                        },
+                        inserted_content: Message {
+                            text: edit.content.clone(),
+                        },
+                    }
+                })
+                .collect(),
+        }],
+        properties: FixProperties {
+            applicability: fix.applicability,
+        },
     }
 }
 

@@ -50,6 +50,7 @@ fn diagnostic(
         message: message.to_owned(),
         help: help.map(str::to_owned),
         label: label.map(str::to_owned),
+        fix: None,
     }
 }
 

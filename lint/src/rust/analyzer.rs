@@ -171,6 +171,7 @@ impl<'a> Analyzer<'a> {
             message: finding.message.clone(),
             help: finding.help.clone(),
             label: finding.label.clone(),
+            fix: None,
         });
         true
     }

@@ -46,6 +46,7 @@ pub fn lint_file(file: &Arc<SourceFile>, crate_context: &CrateContext) -> Vec<Di
             ),
             help: Some("this is usually generated code: exclude it in the configuration".into()),
             label: Some("too deep".into()),
+            fix: None,
         }];
     }
     match syn::parse_file(&file.text) {
@@ -149,6 +150,7 @@ fn syntax_error(file: &Arc<SourceFile>, error: &syn::Error) -> Diagnostic {
             "`cargo check` shows the same error; nothing else in this file was linted".into(),
         ),
         label: Some("syntax error".into()),
+        fix: None,
     }
 }
 

@@ -10,6 +10,11 @@ use mcp_migrate_rules::{RuleId, Severity, RULES};
 use crate::config::{Config, ConfigError, Layer, Level};
 use crate::output::{self, Format, RenderOptions};
 use crate::walk;
+mod adopt;
+mod fixes;
+
+use adopt::adopt;
+use fixes::{allowed_fixes, apply_fixes, print_diff, print_scaffold, write_scaffolds};
 
 /// Exit code: nothing at error severity.
 pub const EXIT_CLEAN: u8 = 0;
@@ -79,6 +84,38 @@ pub struct Args {
     /// Worker threads (default: one per core)
     #[arg(long, short = 'j', value_name = "N")]
     pub threads: Option<usize>,
+
+    /// Apply safe fixes in place, then report what is left
+    #[arg(long, help_heading = "Fixes")]
+    pub fix: bool,
+
+    /// Also apply unsafe fixes (behaviour may change); alone, implies --fix
+    #[arg(long, help_heading = "Fixes")]
+    pub unsafe_fixes: bool,
+
+    /// Print the fixes as a unified diff instead of writing them; exit 1 if anything would change
+    #[arg(long, help_heading = "Fixes", conflicts_with = "fix")]
+    pub diff: bool,
+
+    /// Print the MRTR scaffold of the tool handler at PATH:LINE (display-only) and exit
+    #[arg(long, value_name = "PATH:LINE", help_heading = "Fixes", conflicts_with_all = ["fix", "diff"])]
+    pub scaffold: Option<String>,
+
+    /// With --fix: write the MRTR scaffolds of a file's handlers beside it, as FILE.mrtr.rs
+    #[arg(long, requires = "fix", help_heading = "Fixes")]
+    pub scaffolds: bool,
+
+    /// Known findings: those FILE lists are reported as baselined and do not fail the run
+    #[arg(long, value_name = "FILE", help_heading = "Adoption")]
+    pub baseline: Option<PathBuf>,
+
+    /// Write every current finding to the --baseline FILE (sorted, stable) and exit 0
+    #[arg(long, requires = "baseline", help_heading = "Adoption")]
+    pub update_baseline: bool,
+
+    /// Report only findings on lines changed since the git revision REV (`git diff REV`)
+    #[arg(long, value_name = "REV", help_heading = "Adoption")]
+    pub new_from_rev: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -157,12 +194,16 @@ pub fn run(args: Args, ordered: Vec<(usize, Level, String)>) -> u8 {
             writeln!(out, "{}", rule.docs.trim_end())?;
             writeln!(
                 out,
-                "\nCode: {}  Default: {}  Docs: {}",
+                "\nCode: {}  Default: {}  Fix: {}  Docs: {}",
                 rule.code,
                 rule.default_severity,
+                rule.fix,
                 rule.url()
             )
         });
+    }
+    if let Some(location) = &args.scaffold {
+        return print_scaffold(location);
     }
     let mut cli_levels = Vec::new();
     for (_, level, selector) in ordered {
@@ -205,7 +246,24 @@ pub fn run(args: Args, ordered: Vec<(usize, Level, String)>) -> u8 {
             return EXIT_ERROR;
         }
     };
-    let outcome = crate::lint(&targets, &config, !args.no_prefilter);
+    let mut outcome = crate::lint(&targets, &config, !args.no_prefilter);
+    if args.diff {
+        return print_diff(&targets, &config, &outcome, allowed_fixes(&args));
+    }
+    if args.fix || args.unsafe_fixes {
+        match apply_fixes(&targets, &config, &outcome, allowed_fixes(&args)) {
+            Ok(0) => {}
+            // Report what the fixes left.
+            Ok(_) => outcome = crate::lint(&targets, &config, !args.no_prefilter),
+            Err(code) => return code,
+        }
+        if args.scaffolds {
+            write_scaffolds(&outcome);
+        }
+    }
+    if let Some(code) = adopt(&args, &mut outcome) {
+        return code;
+    }
     let color = match args.color {
         ColorChoice::Always => true,
         ColorChoice::Never => false,
@@ -273,12 +331,16 @@ fn print_or_broken_pipe(print: impl FnOnce(&mut dyn Write) -> io::Result<()>) ->
 }
 
 fn list_rules(out: &mut dyn Write) -> io::Result<()> {
-    writeln!(out, "{:<7} {:<36} {:<8} SUMMARY", "CODE", "NAME", "DEFAULT")?;
+    writeln!(
+        out,
+        "{:<7} {:<36} {:<8} {:<13} SUMMARY",
+        "CODE", "NAME", "DEFAULT", "FIX"
+    )?;
     for rule in RULES {
         writeln!(
             out,
-            "{:<7} {:<36} {:<8} {}",
-            rule.code, rule.name, rule.default_severity, rule.summary
+            "{:<7} {:<36} {:<8} {:<13} {}",
+            rule.code, rule.name, rule.default_severity, rule.fix, rule.summary
         )?;
     }
     Ok(())

@@ -1,0 +1,191 @@
+//! MRTR migration scaffolds (display-only): the rmcp 3.x shape of a legacy tool handler that
+//! awaits `create_elicitation` / `elicit` / `elicit_url` / `create_message` / `list_roots` in the
+//! middle of its call, generated with `quote` and formatted with `prettyplease`.
+//!
+//! The shape ([`rewrite`]): the handler takes rmcp 3's `InputResponses` and `RequestState`
+//! extractors and returns `CallToolResponse`. It runs from the top on every round. Each awaited
+//! request becomes `match rounds.answer(KEY) { Some(answer) => <the legacy call's own result
+//! type, decoded from the answer>, None => return <input_required with the request under KEY> }`,
+//! where KEY is `<handler>.<kind>.<n>` and the request is built from the handler's own
+//! arguments (its message, its schema, its sampling parameters). The answers of earlier rounds
+//! and the key asked last travel in `requestState`, sealed with rmcp's `RequestStateCodec`
+//! ([`support`]). The code after each request is the handler's own, unchanged.
+
+pub mod rewrite;
+pub mod standalone;
+pub mod support;
+
+use std::path::Path;
+
+use quote::quote;
+
+use crate::diagnostic::SourceFile;
+
+/// One handler's scaffold.
+#[derive(Debug, Clone)]
+pub struct Scaffold {
+    /// The handler's name and the 1-based line of its `fn`.
+    pub handler: String,
+    pub line: usize,
+    /// The keys of its input requests, in order.
+    pub keys: Vec<String>,
+    /// The rewritten handler, inside `impl <its type>` (with the impl's own attributes).
+    pub item: syn::ItemImpl,
+}
+
+/// A handler that could not be scaffolded, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    pub handler: String,
+    pub line: usize,
+    pub reason: String,
+}
+
+/// The scaffolds of every handler of `file` that awaits a client request (methods of `impl`
+/// blocks), and the handlers that await one but could not be rewritten.
+pub fn file_scaffolds(file: &SourceFile) -> Result<(Vec<Scaffold>, Vec<Skipped>), String> {
+    let syntax = syn::parse_file(&file.text).map_err(|error| {
+        let start = error.span().start();
+        format!(
+            "{}:{}: does not parse: {error}",
+            file.path.display(),
+            start.line
+        )
+    })?;
+    let mut scaffolds = Vec::new();
+    let mut skipped = Vec::new();
+    for item in &syntax.items {
+        let syn::Item::Impl(block) = item else {
+            continue;
+        };
+        if block.trait_.is_some() {
+            continue;
+        }
+        for member in &block.items {
+            let syn::ImplItem::Fn(function) = member else {
+                continue;
+            };
+            let line = function.sig.ident.span().start().line;
+            let handler = function.sig.ident.to_string();
+            match rewrite::handler(function) {
+                Ok((rewritten, keys)) => {
+                    let mut item = block.clone();
+                    item.items = vec![syn::ImplItem::Fn(rewritten)];
+                    scaffolds.push(Scaffold {
+                        handler,
+                        line,
+                        keys,
+                        item,
+                    });
+                }
+                // Handlers that never name a request are not migration candidates.
+                Err(rewrite::Unsupported::NoRequest(_) | rewrite::Unsupported::NotAsync(_))
+                    if !rewrite::names_a_request(function) => {}
+                Err(reason) => skipped.push(Skipped {
+                    handler,
+                    line,
+                    reason: reason.to_string(),
+                }),
+            }
+        }
+    }
+    Ok((scaffolds, skipped))
+}
+
+/// The scaffold of the handler whose `fn` (or body) holds `line`.
+pub fn scaffold_at(file: &SourceFile, line: usize) -> Result<Scaffold, String> {
+    let syntax = syn::parse_file(&file.text).map_err(|error| format!("does not parse: {error}"))?;
+    for item in &syntax.items {
+        let syn::Item::Impl(block) = item else {
+            continue;
+        };
+        for member in &block.items {
+            let syn::ImplItem::Fn(function) = member else {
+                continue;
+            };
+            let start = function.sig.fn_token.span.start().line;
+            let end = function.block.brace_token.span.close().end().line;
+            let first = function
+                .attrs
+                .first()
+                .map_or(start, |attr| attr.pound_token.span.start().line);
+            if !(first..=end).contains(&line) {
+                continue;
+            }
+            let (rewritten, keys) = rewrite::handler(function).map_err(|e| e.to_string())?;
+            let mut item = block.clone();
+            item.items = vec![syn::ImplItem::Fn(rewritten)];
+            return Ok(Scaffold {
+                handler: function.sig.ident.to_string(),
+                line: function.sig.ident.span().start().line,
+                keys,
+                item,
+            });
+        }
+    }
+    Err(format!("no method of an `impl` block holds line {line}"))
+}
+
+/// The scaffolds' `impl` blocks, those of one original `impl` merged into one (its attributes,
+/// such as `#[tool_router]`, may appear once per type).
+fn merged(scaffolds: &[Scaffold]) -> Vec<syn::ItemImpl> {
+    let mut blocks: Vec<syn::ItemImpl> = Vec::new();
+    for scaffold in scaffolds {
+        let header = |block: &syn::ItemImpl| {
+            let mut empty = block.clone();
+            empty.items.clear();
+            quote!(#empty).to_string()
+        };
+        match blocks
+            .iter_mut()
+            .find(|block| header(block) == header(&scaffold.item))
+        {
+            Some(block) => block.items.extend(scaffold.item.items.iter().cloned()),
+            None => blocks.push(scaffold.item.clone()),
+        }
+    }
+    blocks
+}
+
+/// The imports a scaffold needs besides the handler file's own.
+pub fn imports() -> proc_macro2::TokenStream {
+    quote!(
+        use rmcp::handler::server::tool::{InputResponses, RequestState};
+    )
+}
+
+/// The text of a scaffold file: a header, the scaffolded handlers and the `mrtr` module.
+pub fn render(source: &Path, scaffolds: &[Scaffold]) -> String {
+    let items = merged(scaffolds);
+    let support = support::module();
+    let imports = imports();
+    let file: syn::File = syn::parse_quote! {
+        #imports
+        #(#items)*
+        #support
+    };
+    let handlers: Vec<String> = scaffolds
+        .iter()
+        .map(|s| format!("`{}` (line {})", s.handler, s.line))
+        .collect();
+    format!(
+        "// MRTR scaffold generated by `cargo mcp-lint` from {} for {}.\n\
+         // Display-only: review it, then move each handler into its `impl` (replacing the legacy\n\
+         // one) and the `mrtr` module into the crate. Needs rmcp 3 with the features\n\
+         // `request-state` and `elicitation`, and a 32-byte key in {}.\n\
+         // Comments of the original handler are not carried over.\n\n{}",
+        source.display(),
+        handlers.join(", "),
+        support::KEY_VARIABLE,
+        prettyplease::unparse(&file)
+    )
+}
+
+/// Tokens of the scaffolded items alone (no support module), for embedding.
+pub fn items(scaffolds: &[Scaffold]) -> proc_macro2::TokenStream {
+    let items = merged(scaffolds);
+    quote!(#(#items)*)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,329 @@
+//! `--fix`, `--unsafe-fixes` and `--diff` end to end, on copies of the rule fixtures: each
+//! fixable rule's fixture has `<file>.fixed` expectations next to the files the fixes change
+//! (regenerate them with `UPDATE_FIXED=1 cargo test -p cargo-mcp-lint --test fixes`, then review
+//! the diff).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn lint_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cargo-mcp-lint"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("the binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8(bytes.to_vec()).unwrap()
+}
+
+/// The fixtures of the rules that have fixes, and the files their fixes change.
+const FIXED: &[(&str, &[&str])] = &[
+    (
+        "deprecated-include-context",
+        &["src/positive.rs", "Cargo.toml"],
+    ),
+    ("deprecated-logging", &["src/positive.rs", "Cargo.toml"]),
+    ("legacy-sdk-version", &["Cargo.toml"]),
+    // Display-only: the -32042 rewrite is shown, never applied (the `.fixed` file is unchanged).
+    (
+        "server-initiated-request",
+        &["Cargo.toml", "src/positive_background.rs"],
+    ),
+    ("unused-suppression", &["src/positive.rs"]),
+];
+
+/// Copies a fixture directory into a fresh temporary directory.
+fn copy_fixture(name: &str) -> tempfile::TempDir {
+    let source = workspace_root().join("tests/fixtures/lint").join(name);
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&source, dir.path());
+    dir
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else if entry.path().extension().is_none_or(|e| e != "fixed") {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+fn parses(path: &Path, text: &str) -> bool {
+    if path.extension().is_some_and(|e| e == "rs") {
+        syn::parse_file(text).is_ok()
+    } else {
+        text.parse::<toml_edit::DocumentMut>().is_ok()
+    }
+}
+
+#[test]
+fn fixes_of_every_fixable_fixture_match_their_fixed_expectations_and_are_idempotent() {
+    let update = std::env::var_os("UPDATE_FIXED").is_some();
+    for (name, files) in FIXED {
+        let dir = copy_fixture(name);
+        let fixed = lint_in(dir.path(), &["--fix", "--unsafe-fixes", "--exit-zero", "."]);
+        assert_eq!(
+            fixed.status.code(),
+            Some(0),
+            "{name}: {}",
+            text(&fixed.stderr)
+        );
+        assert!(
+            text(&fixed.stderr).contains("fixed "),
+            "{name}: {}",
+            text(&fixed.stderr)
+        );
+        for file in *files {
+            let actual = std::fs::read_to_string(dir.path().join(file)).unwrap();
+            let expectation = workspace_root()
+                .join("tests/fixtures/lint")
+                .join(name)
+                .join(format!("{file}.fixed"));
+            if update {
+                std::fs::write(&expectation, &actual).unwrap();
+            }
+            let expected = std::fs::read_to_string(&expectation).unwrap_or_else(|_| {
+                panic!(
+                    "{} is missing (UPDATE_FIXED=1 writes it)",
+                    expectation.display()
+                )
+            });
+            assert_eq!(
+                actual, expected,
+                "{name}/{file} differs from its .fixed expectation"
+            );
+            assert!(
+                parses(Path::new(file), &actual),
+                "{name}/{file} no longer parses"
+            );
+        }
+        // Fixing again changes nothing: no diff, exit 0.
+        let again = lint_in(dir.path(), &["--diff", "--unsafe-fixes", "."]);
+        assert_eq!(
+            again.status.code(),
+            Some(0),
+            "{name}: {}",
+            text(&again.stdout)
+        );
+        assert_eq!(
+            text(&again.stdout),
+            "",
+            "{name}: a second pass still changes something"
+        );
+    }
+}
+
+#[test]
+fn diff_prints_the_fixes_and_writes_nothing() {
+    let dir = copy_fixture("deprecated-logging");
+    let before = std::fs::read_to_string(dir.path().join("src/positive.rs")).unwrap();
+    let output = lint_in(dir.path(), &["--diff", "--unsafe-fixes", "."]);
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "something would change: exit 1"
+    );
+    let diff = text(&output.stdout);
+    assert!(
+        diff.contains("--- a/src/positive.rs\n+++ b/src/positive.rs\n"),
+        "{diff}"
+    );
+    assert!(
+        diff.contains("-                .enable_logging() //~ deprecated-logging\n"),
+        "{diff}"
+    );
+    assert!(
+        diff.contains("+        tracing::info!(logger = ?start.logger, data = %start.data); //~ deprecated-logging\n"),
+        "{diff}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("src/positive.rs")).unwrap(),
+        before,
+        "--diff wrote the file"
+    );
+}
+
+#[test]
+fn plain_fix_applies_only_safe_fixes() {
+    let dir = copy_fixture("deprecated-include-context");
+    let before = std::fs::read_to_string(dir.path().join("src/positive.rs")).unwrap();
+    let output = lint_in(dir.path(), &["--fix", "--exit-zero", "."]);
+    assert_eq!(output.status.code(), Some(0));
+    assert!(
+        text(&output.stderr).contains("fix(es) available with --unsafe-fixes"),
+        "{}",
+        text(&output.stderr)
+    );
+    let after = std::fs::read_to_string(dir.path().join("src/positive.rs")).unwrap();
+    assert_eq!(after, before, "an unsafe fix was applied by plain --fix");
+    // The diff of safe fixes only is empty here: exit 0.
+    let diff = lint_in(dir.path(), &["--diff", "."]);
+    assert_eq!(diff.status.code(), Some(0), "{}", text(&diff.stdout));
+}
+
+#[test]
+fn json_and_sarif_carry_the_fix_and_its_applicability() {
+    let root = workspace_root();
+    let output = lint_in(
+        &root,
+        &[
+            "--format",
+            "json",
+            "--exit-zero",
+            "tests/fixtures/lint/deprecated-include-context",
+        ],
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let fixes: Vec<&serde_json::Value> = report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["name"] == "deprecated-include-context" && !d["fix"].is_null())
+        .map(|d| &d["fix"])
+        .collect();
+    // Three expressions and two JSON literals; the two `match` patterns have no fix.
+    assert_eq!(fixes.len(), 5, "{fixes:#?}");
+    for fix in &fixes {
+        assert_eq!(fix["applicability"], "unsafe");
+        let edit = &fix["edits"][0];
+        assert!(
+            edit["content"] == "None" || edit["content"] == "\"none\"",
+            "{edit}"
+        );
+        assert!(edit["line"].as_u64().unwrap() > 0 && edit["end_column"].as_u64().unwrap() > 0);
+    }
+
+    let output = lint_in(
+        &root,
+        &["--format", "sarif", "--exit-zero", "tests/legacy-server"],
+    );
+    let log: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let run = &log["runs"][0];
+    let rules = run["tool"]["driver"]["rules"].as_array().unwrap();
+    let applicability = |code: &str| {
+        rules.iter().find(|r| r["id"] == code).unwrap()["properties"]["fixApplicability"].clone()
+    };
+    assert_eq!(applicability("MCP104"), "unsafe");
+    assert_eq!(applicability("MCP201"), "display-only");
+    assert_eq!(applicability("MCP902"), "safe");
+    assert_eq!(applicability("MCP101"), "none");
+    let url_fix = run["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|r| {
+            r["fixes"].as_array().and_then(|fixes| {
+                fixes
+                    .iter()
+                    .find(|f| f["properties"]["applicability"] == "display-only")
+            })
+        })
+        .expect("the -32042 error has a display-only fix");
+    let inserted = url_fix["artifactChanges"][0]["replacements"][0]["insertedContent"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(
+        inserted.contains("ElicitRequestParams::UrlElicitationParams"),
+        "{inserted}"
+    );
+    assert!(
+        inserted.contains("\"https://vault.example.com/authorize\""),
+        "{inserted}"
+    );
+}
+
+#[test]
+fn explain_and_list_rules_state_the_fix_applicability() {
+    let root = workspace_root();
+    let explain = text(&lint_in(&root, &["--explain", "MCP103"]).stdout);
+    assert!(explain.contains("Fix: unsafe"), "{explain}");
+    let list = text(&lint_in(&root, &["--list-rules"]).stdout);
+    let line = list.lines().find(|l| l.starts_with("MCP902")).unwrap();
+    assert!(line.contains(" safe "), "{line}");
+}
+
+#[test]
+fn scaffold_prints_the_mrtr_shape_of_the_handler_at_a_line() {
+    let root = workspace_root();
+    let source = std::fs::read_to_string(root.join("tests/legacy-server/src/main.rs")).unwrap();
+    let line = source
+        .lines()
+        .position(|l| l.contains("async fn ask_name("))
+        .unwrap()
+        + 1;
+    let location = format!("tests/legacy-server/src/main.rs:{line}");
+    let output = lint_in(&root, &["--scaffold", &location]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let scaffold = text(&output.stdout);
+    assert!(scaffold.contains("async fn ask_name("), "{scaffold}");
+    assert!(
+        scaffold.contains("\"ask_name.elicitation.1\""),
+        "{scaffold}"
+    );
+    assert!(
+        scaffold.contains("mrtr::schema_of::<UserName>()?"),
+        "{scaffold}"
+    );
+    assert!(syn::parse_file(&scaffold).is_ok(), "the scaffold parses");
+
+    for (location, message) in [
+        ("tests/legacy-server/src/main.rs", "wants PATH:LINE"),
+        (
+            "tests/legacy-server/src/main.rs:1",
+            "no method of an `impl` block holds line 1",
+        ),
+        ("no/such/file.rs:3", "could not read no/such/file.rs"),
+    ] {
+        let output = lint_in(&root, &["--scaffold", location]);
+        assert_eq!(output.status.code(), Some(2), "{location}");
+        assert!(
+            text(&output.stderr).contains(message),
+            "{}",
+            text(&output.stderr)
+        );
+    }
+}
+
+#[test]
+fn fix_with_scaffolds_writes_them_beside_the_handlers() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = workspace_root();
+    for relative in ["Cargo.toml", "src/main.rs"] {
+        let target = dir.path().join(relative);
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::copy(root.join("tests/legacy-server").join(relative), target).unwrap();
+    }
+    let output = lint_in(dir.path(), &["--fix", "--scaffolds", "--exit-zero", "."]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains(
+            "src/main.mrtr.rs (4 handler(s): ask_name, confirm_delete, connect_account, ask_twice)"
+        ),
+        "{stderr}"
+    );
+    // `ask_three` runs its requests inside `tokio::join!`: said, not guessed.
+    assert!(stderr.contains("ask_three"), "{stderr}");
+    let written = std::fs::read_to_string(dir.path().join("src/main.mrtr.rs")).unwrap();
+    assert!(syn::parse_file(&written).is_ok());
+    assert_eq!(
+        written.matches("impl FixtureServer").count(),
+        1,
+        "one impl per original impl"
+    );
+}
