@@ -17,9 +17,10 @@ use syn::visit::{self, Visit};
 
 use super::imports::{Resolved, UseMap};
 use super::macros::{fragments, Fragment, Json};
+use super::report::Reporter;
 use super::symbols::{self, Finding, Receiver};
 use super::words;
-use crate::diagnostic::{ByteSpan, Diagnostic, SourceFile};
+use crate::diagnostic::{Diagnostic, SourceFile};
 
 /// The `ServerHandler` methods whose results may be `input_required`.
 const MRTR_HANDLERS: &[&str] = &["call_tool", "get_prompt", "read_resource"];
@@ -104,18 +105,18 @@ pub struct FileContext<'a> {
 
 pub struct Analyzer<'a> {
     cx: FileContext<'a>,
-    diagnostics: Vec<Diagnostic>,
+    out: Reporter<'a>,
     scopes: Vec<HashMap<String, Binding>>,
     /// Fields of this file's structs whose type is a peer.
     peer_fields: HashSet<String>,
+    /// For each enclosing `match`, whether its scrutinee is a peer (its arms bind peers).
+    match_peer: Vec<bool>,
     /// The trait of each enclosing `impl`, innermost last.
     impls: Vec<HandlerTrait>,
     /// The enclosing `impl ServerHandler` method, if any.
     server_method: Option<String>,
     /// The string-literal patterns of enclosing `match` arms, innermost last.
     arm_literals: Vec<Option<String>>,
-    /// How many enclosing nodes already reported each rule (nested findings are not repeated).
-    reporting: HashMap<RuleId, usize>,
     /// Types used for typed elicitation (`elicit::<T>`, `elicit_safe!(T)`).
     elicitation_types: HashSet<String>,
     /// Secret-looking fields of this file's structs: (struct, field, span).
@@ -125,14 +126,14 @@ pub struct Analyzer<'a> {
 impl<'a> Analyzer<'a> {
     pub fn new(cx: FileContext<'a>) -> Self {
         Analyzer {
+            out: Reporter::new(cx.file),
             cx,
-            diagnostics: Vec::new(),
             scopes: vec![HashMap::new()],
             peer_fields: HashSet::new(),
+            match_peer: Vec::new(),
             impls: Vec::new(),
             server_method: None,
             arm_literals: Vec::new(),
-            reporting: HashMap::new(),
             elicitation_types: HashSet::new(),
             secret_fields: Vec::new(),
         }
@@ -146,33 +147,13 @@ impl<'a> Analyzer<'a> {
         fields.visit_file(file);
         self.visit_file(file);
         self.finish_secret_fields();
-        self.diagnostics
+        self.out.finish()
     }
 
     // ----- reporting -------------------------------------------------------------------------
 
     fn report(&mut self, finding: &Finding, span: Span) -> bool {
-        if self.reporting.get(&finding.rule).copied().unwrap_or(0) > 0 {
-            return false;
-        }
-        let byte_span = ByteSpan::from_proc_macro(self.cx.file, span);
-        if self
-            .diagnostics
-            .iter()
-            .any(|d| d.rule == finding.rule && d.span == byte_span)
-        {
-            return false;
-        }
-        self.diagnostics.push(Diagnostic {
-            rule: finding.rule,
-            severity: finding.rule.rule().default_severity,
-            file: self.cx.file.clone(),
-            span: byte_span,
-            message: finding.message.clone(),
-            help: finding.help.clone(),
-            label: finding.label.clone(),
-        });
-        true
+        self.out.report(finding, span)
     }
 
     /// Reports each finding at `span`, then walks `inner` with those rules marked as reported.
@@ -183,15 +164,9 @@ impl<'a> Analyzer<'a> {
                 reported.push(finding.rule);
             }
         }
-        for rule in &reported {
-            *self.reporting.entry(*rule).or_default() += 1;
-        }
+        self.out.mark(&reported);
         inner(self);
-        for rule in &reported {
-            if let Some(count) = self.reporting.get_mut(rule) {
-                *count -= 1;
-            }
-        }
+        self.out.unmark(&reported);
     }
 
     // ----- scopes ----------------------------------------------------------------------------
@@ -255,9 +230,9 @@ impl<'a> Analyzer<'a> {
         match expr {
             syn::Expr::Field(field) => match &field.member {
                 syn::Member::Named(name) if name == "peer" => true,
-                syn::Member::Named(name) => {
-                    is_self(&field.base) && self.peer_fields.contains(&name.to_string())
-                }
+                // `self.client_peer`, `this.client_peer`, `inner.client_peer`: a field that this
+                // file declares with a peer type.
+                syn::Member::Named(name) => self.peer_fields.contains(&name.to_string()),
                 syn::Member::Unnamed(_) => false,
             },
             syn::Expr::MethodCall(call) => {
@@ -340,7 +315,12 @@ impl<'a> Analyzer<'a> {
     /// Enum variants matched in patterns (`ContextInclusion::ThisServer => ..`).
     fn check_pattern_path(&mut self, path: &syn::Path) {
         let resolved = self.cx.uses.resolve_path(path);
-        if resolved.is_sdk {
+        // A pattern that names a request or notification variant labels, routes or refuses a
+        // message (a gateway's log label, an authorization check): not a use of the feature.
+        let message_enum = resolved.segments.len() >= 2
+            && symbols::MESSAGE_ENUMS
+                .contains(&resolved.segments[resolved.segments.len() - 2].as_str());
+        if resolved.is_sdk && !message_enum {
             for finding in symbols::path(&resolved) {
                 if finding.rule != RuleId::InputRequiredOutsideMrtr {
                     self.report(&finding, path.span());
@@ -505,6 +485,30 @@ impl<'a> Analyzer<'a> {
 }
 
 impl<'ast> Visit<'ast> for Analyzer<'_> {
+    fn visit_stmt(&mut self, stmt: &'ast syn::Stmt) {
+        self.out.enter_stmt();
+        visit::visit_stmt(self, stmt);
+        self.out.leave_stmt();
+    }
+
+    fn visit_item(&mut self, item: &'ast syn::Item) {
+        self.out.enter_stmt();
+        visit::visit_item(self, item);
+        self.out.leave_stmt();
+    }
+
+    fn visit_impl_item(&mut self, item: &'ast syn::ImplItem) {
+        self.out.enter_stmt();
+        visit::visit_impl_item(self, item);
+        self.out.leave_stmt();
+    }
+
+    fn visit_trait_item(&mut self, item: &'ast syn::TraitItem) {
+        self.out.enter_stmt();
+        visit::visit_trait_item(self, item);
+        self.out.leave_stmt();
+    }
+
     fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
         // Imports are reported from the use map, which holds the span of each imported name.
         let _ = item;
@@ -517,7 +521,7 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
                 continue;
             }
             if let Some(finding) = symbols::imported_symbol(&import.path) {
-                self.report(&finding, import.span);
+                self.out.report_import(&finding, import.span, import.item);
             }
         }
         visit::visit_file(self, file);
@@ -625,11 +629,26 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
         });
     }
 
+    fn visit_expr_match(&mut self, expr: &'ast syn::ExprMatch) {
+        for attr in &expr.attrs {
+            self.visit_attribute(attr);
+        }
+        self.visit_expr(&expr.expr);
+        // `match self.peer.get() { Some(peer) => peer.list_roots(), .. }`
+        self.match_peer.push(self.is_peer_expr(&expr.expr));
+        for arm in &expr.arms {
+            self.visit_arm(arm);
+        }
+        self.match_peer.pop();
+    }
+
     fn visit_arm(&mut self, arm: &'ast syn::Arm) {
+        self.out.enter_stmt();
         self.arm_literals.push(arm_method_literal(&arm.pat));
+        let peer = self.match_peer.last().copied().unwrap_or(false);
         self.with_scope(|this| {
             let binding = Binding {
-                peer: false,
+                peer,
                 state: StateKind::Unknown,
             };
             this.bind_pattern(&arm.pat, binding);
@@ -640,6 +659,7 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
             this.visit_expr(&arm.body);
         });
         self.arm_literals.pop();
+        self.out.leave_stmt();
     }
 
     fn visit_item_struct(&mut self, item: &'ast syn::ItemStruct) {
@@ -681,6 +701,13 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
                         self.check_url_argument(url);
                     }
                 }
+            }
+        }
+        if matches!(method.as_str(), "send_request" | "send_request_with_option")
+            && self.is_peer_expr(&call.receiver)
+        {
+            if let Some(wire) = call.args.first().and_then(symbols::sent_request_method) {
+                findings = symbols::generic_request(&method, wire);
             }
         }
         if self.cx.sdk_active
@@ -839,6 +866,24 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
                 let json = Json::parse(mac.tokens.clone());
                 self.check_json(&json);
             }
+            Some("matches") => {
+                // `matches!(request, ClientRequest::SubscribeRequest(_) | ..)`: an expression
+                // and a pattern, not two expressions.
+                let parsed = mac.parse_body_with(|input: syn::parse::ParseStream| {
+                    let expr: syn::Expr = input.parse()?;
+                    let _: syn::Token![,] = input.parse()?;
+                    let pat = syn::Pat::parse_multi_with_leading_vert(input)?;
+                    let _rest: proc_macro2::TokenStream = input.parse()?;
+                    Ok((expr, pat))
+                });
+                match parsed {
+                    Ok((expr, pat)) => {
+                        self.visit_expr(&expr);
+                        self.visit_pat(&pat);
+                    }
+                    Err(_) => self.visit_fragments(mac.tokens.clone()),
+                }
+            }
             Some("elicit_safe") => {
                 for tree in mac.tokens.clone() {
                     if let proc_macro2::TokenTree::Ident(ident) = tree {
@@ -858,6 +903,17 @@ struct FieldCollector<'x, 'a> {
 }
 
 impl<'ast> Visit<'ast> for FieldCollector<'_, '_> {
+    /// `static PEER: OnceCell<Peer<RoleServer>>`: a peer for the whole file.
+    fn visit_item_static(&mut self, item: &'ast syn::ItemStatic) {
+        if self.analyzer.is_peer_type(&item.ty) {
+            let binding = Binding {
+                peer: true,
+                state: StateKind::Unknown,
+            };
+            self.analyzer.scopes[0].insert(item.ident.to_string(), binding);
+        }
+    }
+
     fn visit_field(&mut self, field: &'ast syn::Field) {
         if let Some(ident) = &field.ident {
             if self.analyzer.is_peer_type(&field.ty) {
@@ -867,14 +923,10 @@ impl<'ast> Visit<'ast> for FieldCollector<'_, '_> {
     }
 }
 
-fn is_self(expr: &syn::Expr) -> bool {
-    matches!(expr, syn::Expr::Path(path) if path.path.is_ident("self"))
-}
-
 fn last_ident(path: &syn::Path) -> Option<&str> {
     // `Ident` has no `as_str`; the macros of interest are matched through this small table.
     let last = path.segments.last()?;
-    ["macro_rules", "json", "elicit_safe", "format"]
+    ["macro_rules", "json", "elicit_safe", "format", "matches"]
         .into_iter()
         .find(|name| last.ident == name)
 }

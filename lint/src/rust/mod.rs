@@ -4,6 +4,7 @@ mod analyzer;
 pub mod edition2015;
 pub mod imports;
 pub mod macros;
+mod report;
 mod symbols;
 pub mod words;
 
