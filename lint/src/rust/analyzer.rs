@@ -310,6 +310,19 @@ impl<'a> Analyzer<'a> {
         resolved.is_sdk
     }
 
+    /// `SseClientTransport::start(..)` imported from a wrapper crate that re-exports rmcp's
+    /// transports (`use mcp_sse_proxy::SseClientTransport`), in a crate that uses the SDK: the
+    /// transport types' names are distinctive enough to follow through one re-export.
+    fn reexported_sse(&self, resolved: &Resolved) -> bool {
+        self.cx.sdk_active
+            && resolved.through_import
+            && !matches!(resolved.segments[0].as_str(), "crate" | "self" | "super")
+            && resolved
+                .segments
+                .iter()
+                .any(|segment| symbols::SSE_TRANSPORT_TYPES.contains(&segment.as_str()))
+    }
+
     // ----- checks ----------------------------------------------------------------------------
 
     /// Enum variants matched in patterns (`ContextInclusion::ThisServer => ..`).
@@ -787,7 +800,7 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
 
     fn visit_expr_path(&mut self, expr: &'ast syn::ExprPath) {
         let resolved = self.cx.uses.resolve_path(&expr.path);
-        if self.may_be_sdk(&resolved) {
+        if self.may_be_sdk(&resolved) || self.reexported_sse(&resolved) {
             let findings = symbols::path(&resolved);
             let span = expr.path.span();
             for finding in &findings {

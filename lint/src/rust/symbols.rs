@@ -455,10 +455,15 @@ fn symbol_name(last: &str) -> Option<Finding> {
         | "SubscribeRequestMethod"
         | "UnsubscribeRequestMethod" => Some(resource_subscription_item(last)),
         "SseServer" | "SseServerConfig" | "SseServerTransport" | "SseClientTransport"
-        | "SseClientConfig" | "SseClient" | "sse_server" | "sse_client" => Some(sse(last)),
+        | "SseTransport" | "SseClientConfig" | "SseClient" | "sse_server" | "sse_client" => {
+            Some(sse(last))
+        }
         _ => None,
     }
 }
+
+/// The legacy transports' own types, followed through a wrapper crate's re-export.
+pub const SSE_TRANSPORT_TYPES: &[&str] = &["SseServer", "SseClientTransport", "SseTransport"];
 
 fn sse(name: &str) -> Finding {
     finding(
