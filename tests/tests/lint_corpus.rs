@@ -248,3 +248,35 @@ fn real_projects_recall_and_precision() {
         "precision {precision:.3} < {MIN_PRECISION}: {noise:?}"
     );
 }
+
+/// The pre-filters (files without a trigger word, and top-level items without one) skip only
+/// what cannot be reported: on the real projects and on every rule fixture, the findings are
+/// those of a full parse of every file.
+#[test]
+fn prefilters_change_no_finding() {
+    let corpus = corpus();
+    for dir in [corpus, workspace_root().join("tests/fixtures/lint")] {
+        let targets = walk::path_targets(std::slice::from_ref(&dir)).unwrap();
+        let render = |use_prefilter: bool| -> Vec<String> {
+            let outcome = cargo_mcp_lint::lint(&targets, &Config::default(), use_prefilter);
+            outcome
+                .diagnostics
+                .iter()
+                .map(|d| {
+                    let location = d.location();
+                    format!(
+                        "{}:{}:{} {} {}",
+                        d.file.path.display(),
+                        location.line,
+                        location.column,
+                        d.rule().name,
+                        d.message
+                    )
+                })
+                .collect()
+        };
+        let filtered = render(true);
+        assert!(!filtered.is_empty(), "{}", dir.display());
+        assert_eq!(filtered, render(false), "{}", dir.display());
+    }
+}
