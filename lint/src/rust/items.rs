@@ -23,33 +23,57 @@ pub struct Scan {
 /// Keywords that start an item kept whatever its words.
 const ALWAYS_KEPT: &[&str] = &["use", "struct", "static", "const", "extern"];
 
-/// Scans `text`: nesting depth, and (unless `mask` is false) the blanked form.
-pub fn scan(text: &str, max_depth: usize, mask: bool) -> Scan {
+/// Items whose body is itself a list of items, split again when they are kept: the methods of
+/// an `impl ServerHandler` block, the functions of a `mod host_fns`.
+const CONTAINERS: &[&str] = &["impl", "mod", "trait"];
+
+/// One item: its byte range (attributes and doc comments included) and its first keyword.
+struct Item<'t> {
+    start: usize,
+    end: usize,
+    keyword: &'t str,
+}
+
+/// What [`split`] finds in a list of items.
+struct Split<'t> {
+    items: Vec<Item<'t>>,
+    /// `use rmcp::model::ContextInclusion as Ctx;`: items that say `Ctx::AllServers` name the
+    /// legacy item without its trigger word.
+    aliases: Vec<&'t str>,
+    /// The offset of the first delimiter deeper than the limit.
+    too_deep: Option<usize>,
+    /// The delimiters balance.
+    balanced: bool,
+}
+
+/// Splits `text[from..to]`, a list of items, at its top-level `;` and `}`.
+fn split(text: &str, from: usize, to: usize, max_depth: usize) -> Split<'_> {
+    let mut out = Split {
+        items: Vec::new(),
+        aliases: Vec::new(),
+        too_deep: None,
+        balanced: true,
+    };
     let mut depth = 0usize;
-    let mut offset = 0usize;
-    // The current top-level item: its start, its first keyword, whether it ended at a `}` (a
-    // following `;` or `.`/`?` chain still belongs to it).
+    let mut offset = from;
     let mut item_start: Option<usize> = None;
     let mut keyword: Option<&str> = None;
+    // The last item ended at a `}`: a following `;` or `.`/`?` chain still belongs to it
+    // (`const X: S = S { .. };`, `static F: Lazy<..> = Lazy::new(|| { .. }).into();`).
     let mut closed_by_brace = false;
-    let mut items: Vec<(usize, usize, bool)> = Vec::new();
-    // `use rmcp::model::ContextInclusion as Ctx;`: items that say `Ctx::AllServers` name the
-    // legacy item without its trigger word.
-    let mut aliases: Vec<&str> = Vec::new();
     let mut after_as = false;
-    for token in tokenize(text, FrontmatterAllowed::No) {
+    for token in tokenize(&text[from..to], FrontmatterAllowed::No) {
         let start = offset;
         let end = offset + token.len as usize;
         offset = end;
         let trivia = matches!(
             token.kind,
-            TokenKind::Whitespace | TokenKind::LineComment { doc_style: None }
-        ) || matches!(
-            token.kind,
-            TokenKind::BlockComment {
-                doc_style: None,
-                ..
-            }
+            TokenKind::Whitespace
+                | TokenKind::LineComment { doc_style: None }
+                | TokenKind::BlockComment {
+                    doc_style: None,
+                    ..
+                }
         );
         if trivia {
             continue;
@@ -60,15 +84,12 @@ pub fn scan(text: &str, max_depth: usize, mask: bool) -> Scan {
                 token.kind,
                 TokenKind::Semi | TokenKind::Dot | TokenKind::Question
             ) {
-                // `const X: S = S { .. };`, `static F: Lazy<..> = Lazy::new(|| { .. });`
-                if let Some((_, item_end, _)) = items.last_mut() {
-                    *item_end = end;
-                }
-                if token.kind != TokenKind::Semi {
-                    // A chain goes on: reopen the item up to its `;`.
-                    let (item_begin, _, kept) = items.pop().expect("just pushed");
-                    item_start = Some(item_begin);
-                    keyword = kept.then_some("use");
+                let last = out.items.pop().expect("closed_by_brace follows a push");
+                if token.kind == TokenKind::Semi {
+                    out.items.push(Item { end, ..last });
+                } else {
+                    item_start = Some(last.start);
+                    keyword = Some(last.keyword);
                 }
                 continue;
             }
@@ -80,10 +101,8 @@ pub fn scan(text: &str, max_depth: usize, mask: bool) -> Scan {
                 }
                 depth += 1;
                 if depth > max_depth {
-                    return Scan {
-                        too_deep: Some(start),
-                        masked: None,
-                    };
+                    out.too_deep = Some(start);
+                    return out;
                 }
                 continue;
             }
@@ -93,13 +112,13 @@ pub fn scan(text: &str, max_depth: usize, mask: bool) -> Scan {
             }
             TokenKind::CloseBrace => {
                 depth = depth.saturating_sub(1);
-                // A `}` back at the top closes an item with a body (`fn`, `impl`, `mod`, ..),
-                // unless it is a brace inside the item's head (`#[attr]` uses brackets).
                 if depth == 0 {
                     if let Some(item_begin) = item_start.take() {
-                        let kept = keyword.is_some_and(|k| ALWAYS_KEPT.contains(&k));
-                        items.push((item_begin, end, kept));
-                        keyword = None;
+                        out.items.push(Item {
+                            start: item_begin,
+                            end,
+                            keyword: keyword.take().unwrap_or(""),
+                        });
                         closed_by_brace = true;
                     }
                 }
@@ -109,8 +128,8 @@ pub fn scan(text: &str, max_depth: usize, mask: bool) -> Scan {
         }
         if token.kind == TokenKind::Ident && keyword == Some("use") {
             let word = &text[start..end];
-            if after_as {
-                aliases.push(word);
+            if after_as && word != "_" {
+                out.aliases.push(word);
             }
             after_as = word == "as";
         }
@@ -124,55 +143,95 @@ pub fn scan(text: &str, max_depth: usize, mask: bool) -> Scan {
             let word = &text[start..end];
             if !matches!(
                 word,
-                "pub" | "crate" | "in" | "self" | "super" | "unsafe" | "async"
+                "pub" | "crate" | "in" | "self" | "super" | "unsafe" | "async" | "default"
             ) {
-                keyword = Some(
-                    ALWAYS_KEPT
-                        .iter()
-                        .find(|k| **k == word)
-                        .copied()
-                        .unwrap_or(""),
-                );
+                keyword = Some(word);
             }
         }
         if token.kind == TokenKind::Semi {
             if let Some(item_begin) = item_start.take() {
-                let kept = keyword.is_some_and(|k| ALWAYS_KEPT.contains(&k));
-                items.push((item_begin, end, kept));
-                keyword = None;
+                out.items.push(Item {
+                    start: item_begin,
+                    end,
+                    keyword: keyword.take().unwrap_or(""),
+                });
             }
         }
     }
-    if !mask || depth != 0 {
+    out.balanced = depth == 0;
+    out
+}
+
+/// Scans `text`: nesting depth, and (unless `mask` is false) the blanked form.
+pub fn scan(text: &str, max_depth: usize, mask: bool) -> Scan {
+    let top = split(text, 0, text.len(), max_depth);
+    if top.too_deep.is_some() || !mask || !top.balanced {
         return Scan {
-            too_deep: None,
+            too_deep: top.too_deep,
             masked: None,
         };
     }
     let mut masked: Option<Vec<u8>> = None;
-    for (start, end, kept) in items {
-        let item = &text.as_bytes()[start..end];
-        if kept
-            || crate::prefilter::item_may_match(item)
-            || aliases
-                .iter()
-                .any(|alias| memchr::memmem::find(item, alias.as_bytes()).is_some())
-        {
-            continue;
-        }
-        let bytes = masked.get_or_insert_with(|| text.as_bytes().to_vec());
-        for byte in &mut bytes[start..end] {
-            if *byte != b'\n' && *byte != b'\r' {
-                *byte = b' ';
-            }
-        }
-    }
+    blank(text, &top.items, &top.aliases, &mut masked);
     Scan {
         too_deep: None,
         // Only ASCII bytes of whole items were replaced by ASCII spaces: still UTF-8, unless an
         // item boundary fell inside a multi-byte character, which the lexer never produces.
         masked: masked.and_then(|bytes| String::from_utf8(bytes).ok()),
     }
+}
+
+/// Blanks the items that cannot match; splits the kept containers and blanks inside them.
+fn blank(text: &str, items: &[Item<'_>], aliases: &[&str], masked: &mut Option<Vec<u8>>) {
+    for item in items {
+        if ALWAYS_KEPT.contains(&item.keyword) {
+            continue;
+        }
+        let bytes = &text.as_bytes()[item.start..item.end];
+        let may_match = crate::prefilter::item_may_match(bytes)
+            || aliases
+                .iter()
+                .any(|alias| memchr::memmem::find(bytes, alias.as_bytes()).is_some());
+        if !may_match {
+            let out = masked.get_or_insert_with(|| text.as_bytes().to_vec());
+            for byte in &mut out[item.start..item.end] {
+                if *byte != b'\n' && *byte != b'\r' {
+                    *byte = b' ';
+                }
+            }
+            continue;
+        }
+        if CONTAINERS.contains(&item.keyword) && bytes.last() == Some(&b'}') {
+            if let Some(open) = body_start(text, item) {
+                let inner = split(text, open + 1, item.end - 1, usize::MAX);
+                if inner.balanced {
+                    let mut all_aliases = aliases.to_vec();
+                    all_aliases.extend(inner.aliases.iter().copied());
+                    blank(text, &inner.items, &all_aliases, masked);
+                }
+            }
+        }
+    }
+}
+
+/// The offset of the `{` that opens a container item's body: the first top-level brace after
+/// its attributes (`#[..]` uses brackets; `impl<const N: usize>` has no braces).
+fn body_start(text: &str, item: &Item<'_>) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut offset = item.start;
+    for token in tokenize(&text[item.start..item.end], FrontmatterAllowed::No) {
+        let start = offset;
+        offset += token.len as usize;
+        match token.kind {
+            TokenKind::OpenBrace if depth == 0 => return Some(start),
+            TokenKind::OpenParen | TokenKind::OpenBracket | TokenKind::OpenBrace => depth += 1,
+            TokenKind::CloseParen | TokenKind::CloseBracket | TokenKind::CloseBrace => {
+                depth = depth.saturating_sub(1)
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -216,6 +275,18 @@ mod tests {
         let out = masked(text);
         assert!(out.contains("Ctx::AllServers"));
         assert!(!out.contains("fn plain"));
+    }
+
+    #[test]
+    fn methods_of_a_kept_impl_are_split_too() {
+        let text = "impl ServerHandler for S {\n    fn get_info(&self) -> Info { Info::default() }\n    async fn on_roots_list_changed(&self) {}\n}\nmod host { fn quiet() {} fn loud(p: Peer) { p.list_roots(); } }\n";
+        let out = masked(text);
+        assert!(out.contains("impl ServerHandler for S {"));
+        assert!(!out.contains("get_info"));
+        assert!(out.contains("async fn on_roots_list_changed(&self) {}"));
+        assert!(!out.contains("quiet"));
+        assert!(out.contains("fn loud(p: Peer) { p.list_roots(); }"));
+        syn::parse_file(&out).unwrap();
     }
 
     #[test]
