@@ -7,7 +7,8 @@
 # Usage: bash bench/lint-real-projects.sh [BINARY...]
 #   BINARY: other cargo-mcp-lint builds to time in the same run (e.g. one built at main).
 # Environment: RUNS (default 30), WARMUP (default 3).
-# Writes only under bench/work/ (git-ignored): corpus/, real-projects.{json,md}, bin/.
+# Times with bench/compare.sh (TREE=bench/work/corpus): hyperfine -N, ratios to ripgrep.
+# Writes only under bench/work/ (git-ignored): corpus/, compare.{json,md}, bin/.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 WORK=bench/work
@@ -41,24 +42,4 @@ mcp_files=$(grep -ril --include='*.rs' mcp "$CORPUS" | wc -l)
 echo "corpus: $(ls "$CORPUS" | wc -l) crates, $rs_files .rs files ($mcp_files name MCP), $(find "$CORPUS" -name '*.rs' -exec cat {} + | wc -l) lines"
 echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- lint rules 2>/dev/null || echo ' (lint/ or rules/ modified)')"
 echo "findings: $("$LINT" --format concise --exit-zero "$CORPUS" | tail -1)"
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-args=(-n "cargo-mcp-lint" "$LINT --format concise --exit-zero $CORPUS")
-for binary in "$@"; do
-    args+=(-n "$binary" "$binary --format concise --exit-zero $CORPUS")
-done
-hyperfine -N --warmup "$WARMUP" --runs "$RUNS" \
-    --export-json "$WORK/real-projects.json" --export-markdown "$WORK/real-projects.md" \
-    "${args[@]}" \
-    -n "ripgrep (trigger words)" "rg -c -F -g *.rs -g Cargo.toml -f $WORK/triggers.txt $CORPUS"
-echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-python3 - "$WORK/real-projects.json" <<'PY'
-import json, math, sys
-results = {r["command"]: r for r in json.load(open(sys.argv[1]))["results"]}
-rg = results["ripgrep (trigger words)"]
-cpu = lambda r: r["user"] + r["system"]
-for name, r in results.items():
-    ratio = r["mean"] / rg["mean"]
-    error = ratio * math.hypot(r["stddev"] / r["mean"], rg["stddev"] / rg["mean"])
-    print(f"{name:40s} {1000*r['mean']:7.1f} ± {1000*r['stddev']:5.1f} ms (min {1000*r['min']:6.1f})"
-          f"  CPU {1000*cpu(r):5.0f} ms  / ripgrep: wall {ratio:.2f} ± {error:.2f}, CPU {cpu(r)/cpu(rg):.2f}")
-PY
+TREE=$CORPUS RUNS=$RUNS WARMUP=$WARMUP bash bench/compare.sh "$LINT" "$@"
