@@ -6,6 +6,7 @@ pub mod imports;
 mod items;
 pub mod macros;
 mod report;
+mod shapes;
 mod symbols;
 pub mod words;
 
@@ -194,7 +195,8 @@ mod tests {
             ..CrateContext::default()
         };
         let file = SourceFile::new("lib.rs".into(), text.to_owned());
-        lint_file(&file, &context)
+        // Every item parsed: these tests are about the 2015 fallback of a file that fails.
+        lint_file_with(&file, &context, false)
             .iter()
             .map(|d| {
                 let (line, column) = file.line_column(d.span.start);
@@ -237,6 +239,32 @@ fn route(method: &str) -> Value {
                 "{manifest}"
             );
         }
+    }
+
+    #[test]
+    fn a_syntax_error_in_an_item_that_cannot_match_hides_nothing() {
+        let text =
+            "fn broken() { let x = 1 +; }\nfn ask(peer: Peer<RoleServer>) { peer.list_roots(); }\n";
+        let file = SourceFile::new("lib.rs".into(), text.to_owned());
+        let context = CrateContext {
+            depends_on_sdk: true,
+            ..CrateContext::default()
+        };
+        let rules = |skip_items: bool| -> Vec<(usize, RuleId)> {
+            lint_file_with(&file, &context, skip_items)
+                .iter()
+                .map(|d| (file.line_column(d.span.start).0, d.rule))
+                .collect()
+        };
+        // Blanked, the broken item cannot stop the rest from being linted.
+        assert_eq!(
+            rules(true),
+            [
+                (2, RuleId::DeprecatedRoots),
+                (2, RuleId::ServerInitiatedRequest)
+            ]
+        );
+        assert_eq!(rules(false), [(1, RuleId::UnparsableFile)]);
     }
 
     #[test]
