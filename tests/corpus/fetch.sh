@@ -13,6 +13,9 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 dest=${1:?usage: bash tests/corpus/fetch.sh DEST}
 mkdir -p "$dest"
+# One fetch at a time into DEST (concurrent test binaries, a bench run).
+exec 9>"$dest/.fetch-lock"
+flock 9
 cargo_home=${CARGO_HOME:-$HOME/.cargo}
 # Outside any workspace, so that `cargo info` asks the registry instead of the local package.
 scratch=$(mktemp -d)

@@ -72,16 +72,22 @@ fn ground_truth() -> Vec<Entry> {
     entries
 }
 
-/// The corpus, fetched once into the target directory (kept between runs).
+/// The corpus, fetched once into the target directory (kept between runs; the tests of this
+/// binary share one fetch).
 fn corpus() -> PathBuf {
-    let dest = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lint-corpus");
-    let status = Command::new("bash")
-        .arg(workspace_root().join("tests/corpus/fetch.sh"))
-        .arg(&dest)
-        .status()
-        .expect("bash runs");
-    assert!(status.success(), "tests/corpus/fetch.sh failed");
-    dest
+    static CORPUS: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    CORPUS
+        .get_or_init(|| {
+            let dest = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lint-corpus");
+            let status = Command::new("bash")
+                .arg(workspace_root().join("tests/corpus/fetch.sh"))
+                .arg(&dest)
+                .status()
+                .expect("bash runs");
+            assert!(status.success(), "tests/corpus/fetch.sh failed");
+            dest
+        })
+        .clone()
 }
 
 /// The linter's findings on the corpus; with `MCP_LINT_CORPUS_FINDINGS=FILE`, those of another
