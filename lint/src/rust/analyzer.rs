@@ -64,6 +64,19 @@ const TRANSPARENT_METHODS: &[&str] = &[
     "last",
 ];
 
+/// Methods whose closure argument receives the receiver's value: on an `Option<Peer>` (or a
+/// guard of one) the closure's parameter is a peer.
+const PEER_CLOSURE_METHODS: &[&str] = &[
+    "map",
+    "and_then",
+    "inspect",
+    "for_each",
+    "then",
+    "map_or",
+    "map_or_else",
+    "is_some_and",
+];
+
 /// The methods of `ElicitationSchema::builder()` that take a property name first.
 const SCHEMA_BUILDER_METHODS: &[&str] = &[
     "required_string",
@@ -115,6 +128,8 @@ pub struct Analyzer<'a> {
     peer_fields: HashSet<String>,
     /// For each enclosing `match`, whether its scrutinee is a peer (its arms bind peers).
     match_peer: Vec<bool>,
+    /// The closure about to be walked is the argument of `map`/`and_then`/.. on a peer.
+    closure_peer: bool,
     /// The trait of each enclosing `impl`, innermost last.
     impls: Vec<HandlerTrait>,
     /// The enclosing `impl ServerHandler` method, if any.
@@ -135,6 +150,7 @@ impl<'a> Analyzer<'a> {
             scopes: vec![HashMap::new()],
             peer_fields: HashSet::new(),
             match_peer: Vec::new(),
+            closure_peer: false,
             impls: Vec::new(),
             server_method: None,
             arm_literals: Vec::new(),
@@ -592,6 +608,7 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
     }
 
     fn visit_expr_closure(&mut self, closure: &'ast syn::ExprClosure) {
+        let peer = std::mem::take(&mut self.closure_peer);
         self.with_scope(|this| {
             for input in &closure.inputs {
                 match input {
@@ -602,7 +619,7 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
                     other => this.bind_pattern(
                         other,
                         Binding {
-                            peer: false,
+                            peer,
                             state: StateKind::Unknown,
                         },
                     ),
@@ -750,12 +767,17 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
             self.visit_attribute(attr);
         }
         self.visit_expr(&call.receiver);
+        // `self.peer.get().map(|peer| peer.list_roots())`: the closure's parameter is the peer.
+        let peer_closure =
+            PEER_CLOSURE_METHODS.contains(&method.as_str()) && self.is_peer_expr(&call.receiver);
         self.report_around(&findings, call.method.span(), |this| {
             if let Some(turbofish) = &call.turbofish {
                 this.visit_angle_bracketed_generic_arguments(turbofish);
             }
             for arg in &call.args {
+                this.closure_peer = peer_closure && matches!(arg, syn::Expr::Closure(_));
                 this.visit_expr(arg);
+                this.closure_peer = false;
             }
         });
     }
