@@ -2,7 +2,8 @@
 # Times several cargo-mcp-lint binaries and ripgrep side by side in one hyperfine run (-N, no
 # shell), and prints each one's wall and CPU time against ripgrep's. For comparing builds of the
 # linter (e.g. before/after a change) under the same machine load. Needs bench/work/tree and
-# bench/work/triggers.txt (bash bench/run.sh --quick prepares both).
+# bench/work/triggers.txt (bash bench/run.sh --quick prepares both); TREE=DIR times another tree
+# (bench/lint-real-projects.sh uses it for the real-project corpus).
 #
 # Usage: bash bench/compare.sh BINARY...   (paths to cargo-mcp-lint binaries)
 # Environment: RUNS (default 20), WARMUP (default 2), THREADS=1 to also sample each command with
@@ -13,21 +14,22 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 WORK=bench/work
+TREE=${TREE:-$WORK/tree}
 RUNS=${RUNS:-20}
 WARMUP=${WARMUP:-2}
 [ $# -gt 0 ] || { echo "usage: bash bench/compare.sh BINARY..." >&2; exit 2; }
-for needed in "$WORK/tree" "$WORK/triggers.txt" "$@"; do
+for needed in "$TREE" "$WORK/triggers.txt" "$@"; do
     [ -e "$needed" ] || { echo "error: $needed is missing (bash bench/run.sh --quick first)" >&2; exit 1; }
 done
 args=()
 for binary in "$@"; do
-    args+=(-n "$binary" "$binary --format concise --exit-zero $WORK/tree")
+    args+=(-n "$binary" "$binary --format concise --exit-zero $TREE")
 done
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 hyperfine -N --warmup "$WARMUP" --runs "$RUNS" \
     --export-json "$WORK/compare.json" --export-markdown "$WORK/compare.md" \
     "${args[@]}" \
-    -n "ripgrep (trigger words)" "rg -c -F -g *.rs -g Cargo.toml -f $WORK/triggers.txt $WORK/tree"
+    -n "ripgrep (trigger words)" "rg -c -F -g *.rs -g Cargo.toml -f $WORK/triggers.txt $TREE"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$WORK/compare.json" <<'PY'
 import json, math, sys
@@ -60,7 +62,7 @@ if [ "${THREADS:-0}" = 1 ] && command -v perf >/dev/null; then
         done
     }
     for binary in "$@"; do
-        run_perf "$binary" "$binary" --format concise --exit-zero "$WORK/tree"
+        run_perf "$binary" "$binary" --format concise --exit-zero "$TREE"
     done
-    run_perf "ripgrep (trigger words)" rg -c -F -g '*.rs' -g Cargo.toml -f "$WORK/triggers.txt" "$WORK/tree"
+    run_perf "ripgrep (trigger words)" rg -c -F -g '*.rs' -g Cargo.toml -f "$WORK/triggers.txt" "$TREE"
 fi

@@ -40,7 +40,8 @@ pub struct Outcome {
     pub summary: Summary,
 }
 
-/// Lints `targets` under `config`. `use_prefilter: false` parses every file (for measurements).
+/// Lints `targets` under `config`. `use_prefilter: false` parses every file, and every item of
+/// each (for measurements, and to check that the pre-filters change nothing that is reported).
 ///
 /// Two parallel passes: the first reads every file and runs the pre-filter (cheap, and balanced
 /// by rayon whatever the order); the second parses the few files that pass, largest first, handed
@@ -100,7 +101,14 @@ pub fn lint(targets: &Targets, config: &Config, use_prefilter: bool) -> Outcome 
         .into_par_iter()
         .with_max_len(1)
         .map(|(path, context, text)| {
-            lint_rust(path, &display_path(path, &cwd), context, text, config)
+            lint_rust(
+                path,
+                &display_path(path, &cwd),
+                context,
+                text,
+                config,
+                use_prefilter,
+            )
         })
         .collect();
 
@@ -175,7 +183,7 @@ pub fn lint_source(
     config: &Config,
 ) -> Vec<Diagnostic> {
     match context {
-        Some(context) => lint_rust(path, display, context, text, config).diagnostics,
+        Some(context) => lint_rust(path, display, context, text, config, true).diagnostics,
         None => lint_manifest(path, Some(&text), display, config, false).diagnostics,
     }
 }
@@ -240,9 +248,11 @@ fn lint_rust(
     context: &rust::CrateContext,
     text: String,
     config: &Config,
+    use_prefilter: bool,
 ) -> FileResult {
     let file = SourceFile::new(display.to_path_buf(), text);
-    let diagnostics = rust::lint_file(&file, context);
+    // Without the pre-filter, every item is parsed too.
+    let diagnostics = rust::lint_file_with(&file, context, use_prefilter);
     finish(&file, CommentStyle::Slashes, diagnostics, path, config)
 }
 

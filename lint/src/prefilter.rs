@@ -91,6 +91,19 @@ fn automaton(depends_on_sdk: bool) -> &'static AhoCorasick {
     }
 }
 
+/// Whether one top-level item of a file that passed [`may_match`] may hold something to report
+/// (see `rust/items.rs`): any word of either list, since a file of a crate without rmcp passes on
+/// `rmcp` alone and its items then name the SDK's methods without it.
+pub fn item_may_match(item: &[u8]) -> bool {
+    static ANY: OnceLock<AhoCorasick> = OnceLock::new();
+    ANY.get_or_init(|| {
+        let mut words: Vec<&str> = TRIGGERS.to_vec();
+        words.extend(STANDALONE_TRIGGERS.iter().filter(|w| !TRIGGERS.contains(w)));
+        build(&words)
+    })
+    .is_match(item)
+}
+
 /// Whether a `Cargo.toml` may hold something to report: an rmcp dependency or a suppression.
 pub fn manifest_may_match(manifest: &[u8]) -> bool {
     memchr::memmem::find(manifest, b"rmcp").is_some()

@@ -17,9 +17,14 @@ use syn::visit::{self, Visit};
 
 use super::imports::{Resolved, UseMap};
 use super::macros::{fragments, Fragment, Json};
+use super::report::Reporter;
+use super::shapes::{
+    arm_method_literal, builds_elicitation_schema, is_none, is_sealing_name, is_sending_name,
+    is_some_call, last_ident, literal_key_length, pattern_idents, strip_some, url_literal,
+};
 use super::symbols::{self, Finding, Receiver};
 use super::words;
-use crate::diagnostic::{ByteSpan, Diagnostic, SourceFile};
+use crate::diagnostic::{Diagnostic, SourceFile};
 
 /// The `ServerHandler` methods whose results may be `input_required`.
 const MRTR_HANDLERS: &[&str] = &["call_tool", "get_prompt", "read_resource"];
@@ -57,6 +62,19 @@ const TRANSPARENT_METHODS: &[&str] = &[
     "values",
     "first",
     "last",
+];
+
+/// Methods whose closure argument receives the receiver's value: on an `Option<Peer>` (or a
+/// guard of one) the closure's parameter is a peer.
+const PEER_CLOSURE_METHODS: &[&str] = &[
+    "map",
+    "and_then",
+    "inspect",
+    "for_each",
+    "then",
+    "map_or",
+    "map_or_else",
+    "is_some_and",
 ];
 
 /// The methods of `ElicitationSchema::builder()` that take a property name first.
@@ -104,18 +122,20 @@ pub struct FileContext<'a> {
 
 pub struct Analyzer<'a> {
     cx: FileContext<'a>,
-    diagnostics: Vec<Diagnostic>,
+    out: Reporter<'a>,
     scopes: Vec<HashMap<String, Binding>>,
     /// Fields of this file's structs whose type is a peer.
     peer_fields: HashSet<String>,
+    /// For each enclosing `match`, whether its scrutinee is a peer (its arms bind peers).
+    match_peer: Vec<bool>,
+    /// The closure about to be walked is the argument of `map`/`and_then`/.. on a peer.
+    closure_peer: bool,
     /// The trait of each enclosing `impl`, innermost last.
     impls: Vec<HandlerTrait>,
     /// The enclosing `impl ServerHandler` method, if any.
     server_method: Option<String>,
     /// The string-literal patterns of enclosing `match` arms, innermost last.
     arm_literals: Vec<Option<String>>,
-    /// How many enclosing nodes already reported each rule (nested findings are not repeated).
-    reporting: HashMap<RuleId, usize>,
     /// Types used for typed elicitation (`elicit::<T>`, `elicit_safe!(T)`).
     elicitation_types: HashSet<String>,
     /// Secret-looking fields of this file's structs: (struct, field, span).
@@ -125,14 +145,15 @@ pub struct Analyzer<'a> {
 impl<'a> Analyzer<'a> {
     pub fn new(cx: FileContext<'a>) -> Self {
         Analyzer {
+            out: Reporter::new(cx.file),
             cx,
-            diagnostics: Vec::new(),
             scopes: vec![HashMap::new()],
             peer_fields: HashSet::new(),
+            match_peer: Vec::new(),
+            closure_peer: false,
             impls: Vec::new(),
             server_method: None,
             arm_literals: Vec::new(),
-            reporting: HashMap::new(),
             elicitation_types: HashSet::new(),
             secret_fields: Vec::new(),
         }
@@ -146,34 +167,13 @@ impl<'a> Analyzer<'a> {
         fields.visit_file(file);
         self.visit_file(file);
         self.finish_secret_fields();
-        self.diagnostics
+        self.out.finish()
     }
 
     // ----- reporting -------------------------------------------------------------------------
 
     fn report(&mut self, finding: &Finding, span: Span) -> bool {
-        if self.reporting.get(&finding.rule).copied().unwrap_or(0) > 0 {
-            return false;
-        }
-        let byte_span = ByteSpan::from_proc_macro(self.cx.file, span);
-        if self
-            .diagnostics
-            .iter()
-            .any(|d| d.rule == finding.rule && d.span == byte_span)
-        {
-            return false;
-        }
-        self.diagnostics.push(Diagnostic {
-            rule: finding.rule,
-            severity: finding.rule.rule().default_severity,
-            file: self.cx.file.clone(),
-            span: byte_span,
-            message: finding.message.clone(),
-            help: finding.help.clone(),
-            label: finding.label.clone(),
-            fix: None,
-        });
-        true
+        self.out.report(finding, span)
     }
 
     /// Reports each finding at `span`, then walks `inner` with those rules marked as reported.
@@ -184,15 +184,9 @@ impl<'a> Analyzer<'a> {
                 reported.push(finding.rule);
             }
         }
-        for rule in &reported {
-            *self.reporting.entry(*rule).or_default() += 1;
-        }
+        self.out.mark(&reported);
         inner(self);
-        for rule in &reported {
-            if let Some(count) = self.reporting.get_mut(rule) {
-                *count -= 1;
-            }
-        }
+        self.out.unmark(&reported);
     }
 
     // ----- scopes ----------------------------------------------------------------------------
@@ -256,9 +250,9 @@ impl<'a> Analyzer<'a> {
         match expr {
             syn::Expr::Field(field) => match &field.member {
                 syn::Member::Named(name) if name == "peer" => true,
-                syn::Member::Named(name) => {
-                    is_self(&field.base) && self.peer_fields.contains(&name.to_string())
-                }
+                // `self.client_peer`, `this.client_peer`, `inner.client_peer`: a field that this
+                // file declares with a peer type.
+                syn::Member::Named(name) => self.peer_fields.contains(&name.to_string()),
                 syn::Member::Unnamed(_) => false,
             },
             syn::Expr::MethodCall(call) => {
@@ -336,12 +330,30 @@ impl<'a> Analyzer<'a> {
         resolved.is_sdk
     }
 
+    /// `SseClientTransport::start(..)` imported from a wrapper crate that re-exports rmcp's
+    /// transports (`use mcp_sse_proxy::SseClientTransport`), in a crate that uses the SDK: the
+    /// transport types' names are distinctive enough to follow through one re-export.
+    fn reexported_sse(&self, resolved: &Resolved) -> bool {
+        self.cx.sdk_active
+            && resolved.through_import
+            && !matches!(resolved.segments[0].as_str(), "crate" | "self" | "super")
+            && resolved
+                .segments
+                .iter()
+                .any(|segment| symbols::SSE_TRANSPORT_TYPES.contains(&segment.as_str()))
+    }
+
     // ----- checks ----------------------------------------------------------------------------
 
     /// Enum variants matched in patterns (`ContextInclusion::ThisServer => ..`).
     fn check_pattern_path(&mut self, path: &syn::Path) {
         let resolved = self.cx.uses.resolve_path(path);
-        if resolved.is_sdk {
+        // A pattern that names a request or notification variant labels, routes or refuses a
+        // message (a gateway's log label, an authorization check): not a use of the feature.
+        let message_enum = resolved.segments.len() >= 2
+            && symbols::MESSAGE_ENUMS
+                .contains(&resolved.segments[resolved.segments.len() - 2].as_str());
+        if resolved.is_sdk && !message_enum {
             for finding in symbols::path(&resolved) {
                 if finding.rule != RuleId::InputRequiredOutsideMrtr {
                     self.report(&finding, path.span());
@@ -506,6 +518,30 @@ impl<'a> Analyzer<'a> {
 }
 
 impl<'ast> Visit<'ast> for Analyzer<'_> {
+    fn visit_stmt(&mut self, stmt: &'ast syn::Stmt) {
+        self.out.enter_stmt();
+        visit::visit_stmt(self, stmt);
+        self.out.leave_stmt();
+    }
+
+    fn visit_item(&mut self, item: &'ast syn::Item) {
+        self.out.enter_stmt();
+        visit::visit_item(self, item);
+        self.out.leave_stmt();
+    }
+
+    fn visit_impl_item(&mut self, item: &'ast syn::ImplItem) {
+        self.out.enter_stmt();
+        visit::visit_impl_item(self, item);
+        self.out.leave_stmt();
+    }
+
+    fn visit_trait_item(&mut self, item: &'ast syn::TraitItem) {
+        self.out.enter_stmt();
+        visit::visit_trait_item(self, item);
+        self.out.leave_stmt();
+    }
+
     fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
         // Imports are reported from the use map, which holds the span of each imported name.
         let _ = item;
@@ -518,7 +554,7 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
                 continue;
             }
             if let Some(finding) = symbols::imported_symbol(&import.path) {
-                self.report(&finding, import.span);
+                self.out.report_import(&finding, import.span, import.item);
             }
         }
         visit::visit_file(self, file);
@@ -572,6 +608,7 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
     }
 
     fn visit_expr_closure(&mut self, closure: &'ast syn::ExprClosure) {
+        let peer = std::mem::take(&mut self.closure_peer);
         self.with_scope(|this| {
             for input in &closure.inputs {
                 match input {
@@ -582,7 +619,7 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
                     other => this.bind_pattern(
                         other,
                         Binding {
-                            peer: false,
+                            peer,
                             state: StateKind::Unknown,
                         },
                     ),
@@ -626,11 +663,26 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
         });
     }
 
+    fn visit_expr_match(&mut self, expr: &'ast syn::ExprMatch) {
+        for attr in &expr.attrs {
+            self.visit_attribute(attr);
+        }
+        self.visit_expr(&expr.expr);
+        // `match self.peer.get() { Some(peer) => peer.list_roots(), .. }`
+        self.match_peer.push(self.is_peer_expr(&expr.expr));
+        for arm in &expr.arms {
+            self.visit_arm(arm);
+        }
+        self.match_peer.pop();
+    }
+
     fn visit_arm(&mut self, arm: &'ast syn::Arm) {
+        self.out.enter_stmt();
         self.arm_literals.push(arm_method_literal(&arm.pat));
+        let peer = self.match_peer.last().copied().unwrap_or(false);
         self.with_scope(|this| {
             let binding = Binding {
-                peer: false,
+                peer,
                 state: StateKind::Unknown,
             };
             this.bind_pattern(&arm.pat, binding);
@@ -641,6 +693,7 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
             this.visit_expr(&arm.body);
         });
         self.arm_literals.pop();
+        self.out.leave_stmt();
     }
 
     fn visit_item_struct(&mut self, item: &'ast syn::ItemStruct) {
@@ -684,6 +737,13 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
                 }
             }
         }
+        if matches!(method.as_str(), "send_request" | "send_request_with_option")
+            && self.is_peer_expr(&call.receiver)
+        {
+            if let Some(wire) = call.args.first().and_then(symbols::sent_request_method) {
+                findings = symbols::generic_request(&method, wire);
+            }
+        }
         if self.cx.sdk_active
             && SCHEMA_BUILDER_METHODS.contains(&method.as_str())
             && builds_elicitation_schema(&call.receiver)
@@ -707,12 +767,17 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
             self.visit_attribute(attr);
         }
         self.visit_expr(&call.receiver);
+        // `self.peer.get().map(|peer| peer.list_roots())`: the closure's parameter is the peer.
+        let peer_closure =
+            PEER_CLOSURE_METHODS.contains(&method.as_str()) && self.is_peer_expr(&call.receiver);
         self.report_around(&findings, call.method.span(), |this| {
             if let Some(turbofish) = &call.turbofish {
                 this.visit_angle_bracketed_generic_arguments(turbofish);
             }
             for arg in &call.args {
+                this.closure_peer = peer_closure && matches!(arg, syn::Expr::Closure(_));
                 this.visit_expr(arg);
+                this.closure_peer = false;
             }
         });
     }
@@ -761,7 +826,7 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
 
     fn visit_expr_path(&mut self, expr: &'ast syn::ExprPath) {
         let resolved = self.cx.uses.resolve_path(&expr.path);
-        if self.may_be_sdk(&resolved) {
+        if self.may_be_sdk(&resolved) || self.reexported_sse(&resolved) {
             let findings = symbols::path(&resolved);
             let span = expr.path.span();
             for finding in &findings {
@@ -840,6 +905,24 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
                 let json = Json::parse(mac.tokens.clone());
                 self.check_json(&json);
             }
+            Some("matches") => {
+                // `matches!(request, ClientRequest::SubscribeRequest(_) | ..)`: an expression
+                // and a pattern, not two expressions.
+                let parsed = mac.parse_body_with(|input: syn::parse::ParseStream| {
+                    let expr: syn::Expr = input.parse()?;
+                    let _: syn::Token![,] = input.parse()?;
+                    let pat = syn::Pat::parse_multi_with_leading_vert(input)?;
+                    let _rest: proc_macro2::TokenStream = input.parse()?;
+                    Ok((expr, pat))
+                });
+                match parsed {
+                    Ok((expr, pat)) => {
+                        self.visit_expr(&expr);
+                        self.visit_pat(&pat);
+                    }
+                    Err(_) => self.visit_fragments(mac.tokens.clone()),
+                }
+            }
             Some("elicit_safe") => {
                 for tree in mac.tokens.clone() {
                     if let proc_macro2::TokenTree::Ident(ident) = tree {
@@ -859,6 +942,17 @@ struct FieldCollector<'x, 'a> {
 }
 
 impl<'ast> Visit<'ast> for FieldCollector<'_, '_> {
+    /// `static PEER: OnceCell<Peer<RoleServer>>`: a peer for the whole file.
+    fn visit_item_static(&mut self, item: &'ast syn::ItemStatic) {
+        if self.analyzer.is_peer_type(&item.ty) {
+            let binding = Binding {
+                peer: true,
+                state: StateKind::Unknown,
+            };
+            self.analyzer.scopes[0].insert(item.ident.to_string(), binding);
+        }
+    }
+
     fn visit_field(&mut self, field: &'ast syn::Field) {
         if let Some(ident) = &field.ident {
             if self.analyzer.is_peer_type(&field.ty) {
@@ -866,81 +960,6 @@ impl<'ast> Visit<'ast> for FieldCollector<'_, '_> {
             }
         }
     }
-}
-
-fn is_self(expr: &syn::Expr) -> bool {
-    matches!(expr, syn::Expr::Path(path) if path.path.is_ident("self"))
-}
-
-fn last_ident(path: &syn::Path) -> Option<&str> {
-    // `Ident` has no `as_str`; the macros of interest are matched through this small table.
-    let last = path.segments.last()?;
-    ["macro_rules", "json", "elicit_safe", "format"]
-        .into_iter()
-        .find(|name| last.ident == name)
-}
-
-fn pattern_idents(pat: &syn::Pat, out: &mut Vec<String>) {
-    match pat {
-        syn::Pat::Ident(ident) => {
-            out.push(ident.ident.to_string());
-            if let Some((_, sub)) = &ident.subpat {
-                pattern_idents(sub, out);
-            }
-        }
-        syn::Pat::Type(typed) => pattern_idents(&typed.pat, out),
-        syn::Pat::Reference(reference) => pattern_idents(&reference.pat, out),
-        syn::Pat::Tuple(tuple) => tuple.elems.iter().for_each(|p| pattern_idents(p, out)),
-        syn::Pat::TupleStruct(tuple) => tuple.elems.iter().for_each(|p| pattern_idents(p, out)),
-        syn::Pat::Struct(pat_struct) => pat_struct
-            .fields
-            .iter()
-            .for_each(|field| pattern_idents(&field.pat, out)),
-        syn::Pat::Slice(slice) => slice.elems.iter().for_each(|p| pattern_idents(p, out)),
-        syn::Pat::Or(or) => or.cases.iter().for_each(|p| pattern_idents(p, out)),
-        syn::Pat::Paren(paren) => pattern_idents(&paren.pat, out),
-        _ => {}
-    }
-}
-
-/// The JSON-RPC method a match arm matches on (`"roots/list" => ..`), if any: a string literal
-/// pattern that looks like a method name (see [`is_method_name`]). Other string patterns (tool,
-/// prompt or resource names: `"multi_request" => ..` inside a `call_tool` helper) are not methods.
-fn arm_method_literal(pat: &syn::Pat) -> Option<String> {
-    match pat {
-        syn::Pat::Lit(syn::ExprLit {
-            lit: syn::Lit::Str(lit),
-            ..
-        }) => Some(lit.value()).filter(|value| is_method_name(value)),
-        syn::Pat::Or(or) => or.cases.iter().find_map(arm_method_literal),
-        _ => None,
-    }
-}
-
-/// Whether a string has the shape of an MCP JSON-RPC method: `initialize`, `ping`, or
-/// `segment/segment[/...]` with ASCII letters and `_` only (`tools/call`,
-/// `notifications/roots/list_changed`). Every method of every MCP revision has that shape,
-/// while tool names may not contain `/` (the spec's tool-name rule allows `A-Z a-z 0-9 _ - .`)
-/// and resource URIs contain `:`.
-fn is_method_name(value: &str) -> bool {
-    if matches!(value, "initialize" | "ping") {
-        return true;
-    }
-    let mut segments = value.split('/');
-    let first = segments.next().unwrap_or_default();
-    let valid = |segment: &str| {
-        !segment.is_empty()
-            && segment
-                .bytes()
-                .all(|b| b.is_ascii_alphabetic() || b == b'_')
-    };
-    let mut count = 1;
-    valid(first)
-        && segments.all(|segment| {
-            count += 1;
-            valid(segment)
-        })
-        && count > 1
 }
 
 /// Looks through a `requestState` expression for what made it: a sealing call or a binding that
@@ -995,120 +1014,5 @@ impl<'ast> Visit<'ast> for StateFinder<'_, '_> {
 
     fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {
         // `map_err(|e| e.to_string())` says nothing about the state itself.
-    }
-}
-
-/// Whether a function, method or type name says it sends a JSON-RPC message
-/// (`send_raw`, `request`, `notify`, `Notification::new`, `call_method`, ...). Method-name literals
-/// are only checked as arguments of such calls, not of `peer_error("roots/list")`-style labels.
-fn is_sending_name(name: &str) -> bool {
-    words::words(name).iter().any(|word| {
-        matches!(
-            word.as_str(),
-            "send"
-                | "request"
-                | "req"
-                | "notify"
-                | "notification"
-                | "call"
-                | "emit"
-                | "dispatch"
-                | "post"
-                | "invoke"
-                | "rpc"
-                | "raw"
-                | "method"
-                | "message"
-                | "forward"
-        )
-    })
-}
-
-/// `seal`, `seal_json`, `sign_state`, `hmac_sha256`, `encrypt`, `mint`, `mac`, ...
-fn is_sealing_name(name: &str) -> bool {
-    words::words(name).iter().any(|word| {
-        ["seal", "sign", "hmac", "encrypt", "mint"]
-            .iter()
-            .any(|prefix| word.starts_with(prefix))
-            || word == "mac"
-            || word == "aead"
-    })
-}
-
-fn strip_some(expr: &syn::Expr) -> &syn::Expr {
-    if let syn::Expr::Call(call) = expr {
-        if let syn::Expr::Path(func) = &*call.func {
-            if func.path.is_ident("Some") && call.args.len() == 1 {
-                return &call.args[0];
-            }
-        }
-    }
-    expr
-}
-
-fn is_some_call(expr: &syn::Expr) -> bool {
-    !std::ptr::eq(strip_some(expr), expr)
-}
-
-fn is_none(expr: &syn::Expr) -> bool {
-    matches!(expr, syn::Expr::Path(path) if path.path.is_ident("None"))
-}
-
-/// The literal text of a URL argument: `".."`, `Url::parse("..")`, `"..".parse()`,
-/// `"..".to_string()`, `String::from("..")`, `format!("..", ..)`, through `?`, `.unwrap()` and `&`.
-fn url_literal(expr: &syn::Expr) -> Option<(String, Span)> {
-    match expr {
-        syn::Expr::Lit(syn::ExprLit {
-            lit: syn::Lit::Str(lit),
-            ..
-        }) => Some((lit.value(), lit.span())),
-        syn::Expr::Call(call) => call.args.first().and_then(url_literal),
-        syn::Expr::MethodCall(call) => url_literal(&call.receiver),
-        syn::Expr::Try(inner) => url_literal(&inner.expr),
-        syn::Expr::Reference(inner) => url_literal(&inner.expr),
-        syn::Expr::Paren(inner) => url_literal(&inner.expr),
-        syn::Expr::Macro(mac) if last_ident(&mac.mac.path) == Some("format") => {
-            let lit: syn::LitStr = mac
-                .mac
-                .parse_body_with(|input: syn::parse::ParseStream| {
-                    let lit: syn::LitStr = input.parse()?;
-                    let _rest: proc_macro2::TokenStream = input.parse()?;
-                    Ok(lit)
-                })
-                .ok()?;
-            Some((lit.value(), lit.span()))
-        }
-        _ => None,
-    }
-}
-
-/// The length of a literal key: `b".."`, `"..".as_bytes()`, `&[..]` of byte literals.
-fn literal_key_length(expr: &syn::Expr) -> Option<(usize, Span)> {
-    match expr {
-        syn::Expr::Lit(syn::ExprLit { lit, .. }) => match lit {
-            syn::Lit::ByteStr(bytes) => Some((bytes.value().len(), bytes.span())),
-            syn::Lit::Str(text) => Some((text.value().len(), text.span())),
-            _ => None,
-        },
-        syn::Expr::MethodCall(call) => literal_key_length(&call.receiver),
-        syn::Expr::Reference(inner) => literal_key_length(&inner.expr),
-        syn::Expr::Paren(inner) => literal_key_length(&inner.expr),
-        _ => None,
-    }
-}
-
-/// Whether a builder chain starts at `ElicitationSchema::builder()`.
-fn builds_elicitation_schema(expr: &syn::Expr) -> bool {
-    match expr {
-        syn::Expr::MethodCall(call) => builds_elicitation_schema(&call.receiver),
-        syn::Expr::Call(call) => matches!(&*call.func, syn::Expr::Path(path)
-            if path.path.segments.iter().any(|s| s.ident == "ElicitationSchema" || s.ident == "ElicitationSchemaBuilder")),
-        syn::Expr::Path(path) => path
-            .path
-            .segments
-            .iter()
-            .any(|s| s.ident == "ElicitationSchema" || s.ident == "ElicitationSchemaBuilder"),
-        syn::Expr::Paren(inner) => builds_elicitation_schema(&inner.expr),
-        _ => false,
     }
 }

@@ -20,6 +20,8 @@ pub struct Import {
     pub path: Vec<String>,
     /// The span of the imported name (or of `self` in `use a::b::{self}`).
     pub span: Span,
+    /// The index of its `use` item in the file (names of one `use` share it).
+    pub item: usize,
 }
 
 /// The `use` map of one file.
@@ -63,7 +65,10 @@ impl UseMap {
             ..UseMap::default()
         };
         map.sdk_names.insert(SDK_ROOT.to_owned());
-        let mut collector = UseCollector { map: &mut map };
+        let mut collector = UseCollector {
+            map: &mut map,
+            item: 0,
+        };
         collector.visit_file(file);
         map
     }
@@ -135,6 +140,8 @@ impl UseMap {
 
 struct UseCollector<'m> {
     map: &'m mut UseMap,
+    /// The index of the `use` item being read.
+    item: usize,
 }
 
 impl UseCollector<'_> {
@@ -188,6 +195,7 @@ impl UseCollector<'_> {
         self.map.imports.push(Import {
             path: canonical.clone(),
             span,
+            item: self.item,
         });
         if local != "_" {
             self.map.names.insert(local, canonical);
@@ -199,6 +207,7 @@ impl<'ast> Visit<'ast> for UseCollector<'_> {
     fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
         let mut prefix = Vec::new();
         self.tree(&mut prefix, &item.tree);
+        self.item += 1;
     }
 }
 

@@ -3,7 +3,10 @@
 mod analyzer;
 pub mod edition2015;
 pub mod imports;
+mod items;
 pub mod macros;
+mod report;
+mod shapes;
 mod symbols;
 pub mod words;
 
@@ -35,7 +38,17 @@ pub const MAX_NESTING: usize = 256;
 
 /// Lints one Rust source file. A syntax error becomes an `unparsable-file` finding.
 pub fn lint_file(file: &Arc<SourceFile>, crate_context: &CrateContext) -> Vec<Diagnostic> {
-    if let Some(offset) = too_deep(&file.text) {
+    lint_file_with(file, crate_context, true)
+}
+
+/// [`lint_file`]; `skip_items`: parse only the top-level items that may match (`items.rs`).
+pub fn lint_file_with(
+    file: &Arc<SourceFile>,
+    crate_context: &CrateContext,
+    skip_items: bool,
+) -> Vec<Diagnostic> {
+    let scan = items::scan(&file.text, MAX_NESTING, skip_items);
+    if let Some(offset) = scan.too_deep {
         return vec![Diagnostic {
             rule: RuleId::UnparsableFile,
             severity: RuleId::UnparsableFile.rule().default_severity,
@@ -49,15 +62,28 @@ pub fn lint_file(file: &Arc<SourceFile>, crate_context: &CrateContext) -> Vec<Di
             fix: None,
         }];
     }
+    if let Some(masked) = scan.masked {
+        // The skipped items are blanks of the same length: offsets are the original file's.
+        if let Ok(syntax) = syn::parse_file(&masked) {
+            let blanked = SourceFile::new(file.path.clone(), masked);
+            return lint_syntax(&blanked, &file.text, &syntax, crate_context)
+                .into_iter()
+                .map(|mut diagnostic| {
+                    diagnostic.file = file.clone();
+                    diagnostic
+                })
+                .collect();
+        }
+    }
     match syn::parse_file(&file.text) {
-        Ok(syntax) => lint_syntax(file, &syntax, crate_context),
+        Ok(syntax) => lint_syntax(file, &file.text, &syntax, crate_context),
         Err(error) => {
             let Some((migrated, rewritten, parsed)) = migrated_2015(file, crate_context) else {
                 return vec![syntax_error(file, &error)];
             };
             // Linted as the 2018 form of the file; the findings point into the file as it is.
             let diagnostics = match parsed {
-                Ok(syntax) => lint_syntax(&rewritten, &syntax, crate_context),
+                Ok(syntax) => lint_syntax(&rewritten, &rewritten.text, &syntax, crate_context),
                 // Broken in 2015 too: its own error, not the 2015-only syntax syn stopped at.
                 Err(error) => vec![syntax_error(&rewritten, &error)],
             };
@@ -117,8 +143,11 @@ pub fn is_edition_2015(manifest: &std::path::Path) -> bool {
     }
 }
 
+/// Walks `syntax`, parsed from `file` (spans); `text` is the whole file as written, where naming
+/// the SDK makes the name-only rules apply.
 fn lint_syntax(
     file: &Arc<SourceFile>,
+    text: &str,
     syntax: &syn::File,
     crate_context: &CrateContext,
 ) -> Vec<Diagnostic> {
@@ -129,7 +158,7 @@ fn lint_syntax(
             .sdk_names
             .iter()
             .chain(std::iter::once(&imports::SDK_ROOT.to_owned()))
-            .any(|name| file.text.contains(&format!("{name}::")));
+            .any(|name| text.contains(&format!("{name}::")));
     Analyzer::new(FileContext {
         file,
         uses: &uses,
@@ -154,30 +183,6 @@ fn syntax_error(file: &Arc<SourceFile>, error: &syn::Error) -> Diagnostic {
     }
 }
 
-/// The offset of the first delimiter that opens level `MAX_NESTING + 1`, found with rustc's lexer
-/// (so delimiters in strings and comments do not count).
-fn too_deep(text: &str) -> Option<usize> {
-    use ra_ap_rustc_lexer::{tokenize, FrontmatterAllowed, TokenKind};
-    let mut depth = 0usize;
-    let mut offset = 0usize;
-    for token in tokenize(text, FrontmatterAllowed::No) {
-        match token.kind {
-            TokenKind::OpenParen | TokenKind::OpenBrace | TokenKind::OpenBracket => {
-                depth += 1;
-                if depth > MAX_NESTING {
-                    return Some(offset);
-                }
-            }
-            TokenKind::CloseParen | TokenKind::CloseBrace | TokenKind::CloseBracket => {
-                depth = depth.saturating_sub(1);
-            }
-            _ => {}
-        }
-        offset += token.len as usize;
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,7 +197,8 @@ mod tests {
             ..CrateContext::default()
         };
         let file = SourceFile::new("lib.rs".into(), text.to_owned());
-        lint_file(&file, &context)
+        // Every item parsed: these tests are about the 2015 fallback of a file that fails.
+        lint_file_with(&file, &context, false)
             .iter()
             .map(|d| {
                 let (line, column) = file.line_column(d.span.start);
@@ -238,6 +244,32 @@ fn route(method: &str) -> Value {
     }
 
     #[test]
+    fn a_syntax_error_in_an_item_that_cannot_match_hides_nothing() {
+        let text =
+            "fn broken() { let x = 1 +; }\nfn ask(peer: Peer<RoleServer>) { peer.list_roots(); }\n";
+        let file = SourceFile::new("lib.rs".into(), text.to_owned());
+        let context = CrateContext {
+            depends_on_sdk: true,
+            ..CrateContext::default()
+        };
+        let rules = |skip_items: bool| -> Vec<(usize, RuleId)> {
+            lint_file_with(&file, &context, skip_items)
+                .iter()
+                .map(|d| (file.line_column(d.span.start).0, d.rule))
+                .collect()
+        };
+        // Blanked, the broken item cannot stop the rest from being linted.
+        assert_eq!(
+            rules(true),
+            [
+                (2, RuleId::DeprecatedRoots),
+                (2, RuleId::ServerInitiatedRequest)
+            ]
+        );
+        assert_eq!(rules(false), [(1, RuleId::UnparsableFile)]);
+    }
+
+    #[test]
     fn a_2015_file_broken_in_2015_too_reports_its_own_error() {
         let manifest = "[package]\nname = \"x\"\nversion = \"0.1.0\"\n";
         let text = "trait Sink { fn push(&mut self, u8); }\nfn f() { let async = 1 +; }\n";
@@ -245,17 +277,5 @@ fn route(method: &str) -> Value {
             findings_in_crate(manifest, text),
             vec![(2, 25, RuleId::UnparsableFile)]
         );
-    }
-
-    #[test]
-    fn nesting_limit_counts_real_delimiters_only() {
-        let deep = format!(
-            "fn f() {{ {}1{} }}",
-            "(".repeat(MAX_NESTING),
-            ")".repeat(MAX_NESTING)
-        );
-        assert!(too_deep(&deep).is_some());
-        let shallow = format!("fn f() {{ let s = \"{}\"; }}", "(".repeat(1000));
-        assert_eq!(too_deep(&shallow), None);
     }
 }

@@ -286,7 +286,18 @@ pub fn path(resolved: &Resolved) -> Vec<Finding> {
             "omit `include_context` or use `ContextInclusion::None`",
             "deprecated `includeContext` value",
         )),
-        ["InputRequest", "CreateMessage"] | ["ServerRequest", "CreateMessageRequest"] => {
+        ["ServerRequest", "CreateMessageRequest"] => {
+            out.push(sampling_variant(&tail.join("::")));
+            out.push(server_request_variant(&tail.join("::"), "sampling/createMessage"));
+        }
+        ["ServerRequest", "ListRootsRequest"] => {
+            out.push(roots_variant(&tail.join("::")));
+            out.push(server_request_variant(&tail.join("::"), "roots/list"));
+        }
+        ["ServerRequest", "ElicitRequest" | "CreateElicitationRequest"] => {
+            out.push(server_request_variant(&tail.join("::"), "elicitation/create"));
+        }
+        ["InputRequest", "CreateMessage"] => {
             out.push(finding(
                 RuleId::DeprecatedSampling,
                 format!("`{}` asks the client to sample, and sampling is deprecated in MCP 2026-07-28", tail.join("::")),
@@ -294,14 +305,9 @@ pub fn path(resolved: &Resolved) -> Vec<Finding> {
                 "sampling request",
             ))
         }
-        ["InputRequest", "ListRoots"]
-        | ["ServerRequest", "ListRootsRequest"]
-        | ["ClientNotification", "RootsListChangedNotification"] => out.push(finding(
-            RuleId::DeprecatedRoots,
-            format!("`{}` uses roots, which are deprecated in MCP 2026-07-28", tail.join("::")),
-            ROOTS_HELP,
-            "roots",
-        )),
+        ["InputRequest", "ListRoots"] | ["ClientNotification", "RootsListChangedNotification"] => {
+            out.push(roots_variant(&tail.join("::")))
+        }
         ["ClientRequest", variant @ ("SubscribeRequest" | "UnsubscribeRequest")] => {
             out.push(resource_subscription_item(&format!("ClientRequest::{variant}")))
         }
@@ -337,9 +343,91 @@ pub fn path(resolved: &Resolved) -> Vec<Finding> {
         }),
         _ => {}
     }
-    if out.is_empty() && !resolved.through_import {
+    // An expression that names a legacy item constructs or calls it (`SseServer::serve(..)`,
+    // `SseClientTransport::start(..)`), through an import or not: a use.
+    if out.is_empty() {
         out.extend(symbol(&resolved.segments));
     }
+    out
+}
+
+/// The JSON-RPC message enums. A pattern that names one of their variants routes, labels or
+/// refuses a message; it does not use the feature.
+pub const MESSAGE_ENUMS: &[&str] = &[
+    "ServerRequest",
+    "ClientRequest",
+    "ServerNotification",
+    "ClientNotification",
+];
+
+fn sampling_variant(name: &str) -> Finding {
+    finding(
+        RuleId::DeprecatedSampling,
+        format!("`{name}` asks the client to sample, and sampling is deprecated in MCP 2026-07-28"),
+        SAMPLING_HELP,
+        "sampling request",
+    )
+}
+
+fn roots_variant(name: &str) -> Finding {
+    finding(
+        RuleId::DeprecatedRoots,
+        format!("`{name}` uses roots, which are deprecated in MCP 2026-07-28"),
+        ROOTS_HELP,
+        "roots",
+    )
+}
+
+fn server_request_variant(name: &str, wire: &str) -> Finding {
+    finding(
+        RuleId::ServerInitiatedRequest,
+        format!(
+            "`{name}` is a `{wire}` request to the client; MCP 2026-07-28 servers send no requests"
+        ),
+        MRTR_HELP,
+        "server-to-client request",
+    )
+}
+
+/// The legacy server-to-client method that the argument of `peer.send_request(..)` builds, if
+/// any: a `ServerRequest` variant or a method-name literal anywhere in it.
+pub fn sent_request_method(arg: &syn::Expr) -> Option<&'static str> {
+    fn scan(tokens: proc_macro2::TokenStream) -> Option<&'static str> {
+        tokens.into_iter().find_map(|tree| match tree {
+            proc_macro2::TokenTree::Group(group) => scan(group.stream()),
+            proc_macro2::TokenTree::Ident(ident) => {
+                let name = ident.to_string();
+                match name.as_str() {
+                    "CreateMessageRequest" | "CreateMessageRequestParams" => {
+                        Some("sampling/createMessage")
+                    }
+                    "ListRootsRequest" => Some("roots/list"),
+                    "ElicitRequest"
+                    | "CreateElicitationRequest"
+                    | "CreateElicitationRequestParams" => Some("elicitation/create"),
+                    _ => None,
+                }
+            }
+            proc_macro2::TokenTree::Literal(literal) => {
+                let text = literal.to_string();
+                ["sampling/createMessage", "roots/list", "elicitation/create"]
+                    .into_iter()
+                    .find(|method| text == format!("\"{method}\""))
+            }
+            proc_macro2::TokenTree::Punct(_) => None,
+        })
+    }
+    scan(quote::ToTokens::to_token_stream(arg))
+}
+
+/// `peer.send_request(..)` with a legacy server-to-client request.
+pub fn generic_request(method: &str, wire: &str) -> Vec<Finding> {
+    let mut out = match wire {
+        "sampling/createMessage" => vec![sampling_call(method)],
+        "roots/list" => vec![roots_call(method)],
+        _ => Vec::new(),
+    };
+    out.push(server_request(method, wire));
     out
 }
 
@@ -350,7 +438,7 @@ pub fn imported_symbol(path: &[String]) -> Option<Finding> {
 
 fn symbol(path: &[String]) -> Option<Finding> {
     // The legacy item may sit anywhere in the path: `rmcp::model::ElicitationCompletionNotification::new`.
-    path.iter().find_map(|segment| symbol_name(segment))
+    path.iter().rev().find_map(|segment| symbol_name(segment))
 }
 
 fn symbol_name(last: &str) -> Option<Finding> {
@@ -367,10 +455,15 @@ fn symbol_name(last: &str) -> Option<Finding> {
         | "SubscribeRequestMethod"
         | "UnsubscribeRequestMethod" => Some(resource_subscription_item(last)),
         "SseServer" | "SseServerConfig" | "SseServerTransport" | "SseClientTransport"
-        | "SseClientConfig" | "SseClient" | "sse_server" | "sse_client" => Some(sse(last)),
+        | "SseTransport" | "SseClientConfig" | "SseClient" | "sse_server" | "sse_client" => {
+            Some(sse(last))
+        }
         _ => None,
     }
 }
+
+/// The legacy transports' own types, followed through a wrapper crate's re-export.
+pub const SSE_TRANSPORT_TYPES: &[&str] = &["SseServer", "SseClientTransport", "SseTransport"];
 
 fn sse(name: &str) -> Finding {
     finding(
