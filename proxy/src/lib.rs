@@ -63,8 +63,9 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
         backend::BackendSpec::Http { .. } => 32,
         backend::BackendSpec::Stdio { .. } => 4,
     };
-    let store = store::open(&args.store)
-        .with_context(|| format!("could not open the pause store in {}", args.store.display()))?;
+    let store = store::open(&args.store, args.advertise.as_deref())
+        .await
+        .with_context(|| format!("could not open the pause store {}", args.store))?;
     let lost = store.recover().await?;
     if lost > 0 {
         tracing::warn!(

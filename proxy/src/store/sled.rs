@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use rand::rngs::OsRng;
 use rand::RngCore;
 
-use super::{ClaimError, PauseRecord, PauseStatus, PauseStore, StoreError};
+use super::{ClaimError, Owner, PauseRecord, PauseStatus, PauseStore, StoreError};
 use crate::state::{PauseId, StateKey};
 
 const PAUSES_TREE: &str = "pauses";
@@ -501,6 +501,15 @@ impl PauseStore for SledStore {
         tokio::task::spawn_blocking(move || store.probe())
             .await
             .unwrap_or_else(|_| Err("the pause store probe did not finish".to_owned()))
+    }
+
+    async fn owner(&self, instance: u64) -> Result<Owner, StoreError> {
+        // sled locks its directory: any other owner was an earlier run of this process.
+        Ok(if instance == self.boot_id {
+            Owner::Me
+        } else {
+            Owner::Gone
+        })
     }
 }
 
