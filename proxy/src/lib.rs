@@ -8,6 +8,7 @@
 //! - [`state`]: sealing and opening `requestState`;
 //! - [`request`]: the request types shared by the fronts and the engine;
 //! - [`store`]: the pause store (trait; sled);
+//! - [`cluster`]: retries passed between instances sharing a Redis store;
 //! - [`capabilities`]: client capability profiles;
 //! - [`jsonrpc`]: JSON-RPC messages and error codes;
 //! - [`config`]: flags and the TOML config file;
@@ -19,6 +20,7 @@
 
 pub mod backend;
 pub mod capabilities;
+pub mod cluster;
 pub mod config;
 pub mod engine;
 pub mod front;
