@@ -234,3 +234,73 @@ impl Peers {
         Some(Err(unreachable("its answer ended early".into())))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::state::StateKey;
+
+    fn request() -> FrontRequest {
+        FrontRequest {
+            id: json!(7),
+            method: "tools/call".into(),
+            params: json!({"name": "ask_name", "arguments": {}, "requestState": "mrs1.x"}),
+            client_capabilities: json!({"elicitation": {}}),
+            client_info: Some(json!({"name": "c"})),
+            log_level: Some("info".into()),
+            progress_token: Some(json!("p")),
+            principal: Principal::from_credential(b"Bearer alice"),
+            param_headers: None,
+        }
+    }
+
+    #[test]
+    fn an_envelope_opens_with_the_same_key_only() {
+        let key = StateKey::generate();
+        let sealer = Sealer::new(&key);
+        let sealed = seal_request(&sealer, &request());
+        let opened = open_request(&Sealer::new(&key), &sealed, now_ms()).unwrap();
+        let original = request();
+        assert_eq!(opened.id, original.id);
+        assert_eq!(opened.method, original.method);
+        assert_eq!(opened.params, original.params);
+        assert_eq!(opened.client_capabilities, original.client_capabilities);
+        assert_eq!(opened.client_info, original.client_info);
+        assert_eq!(opened.log_level, original.log_level);
+        assert_eq!(opened.progress_token, original.progress_token);
+        assert_eq!(opened.principal, original.principal);
+
+        let other = Sealer::new(&StateKey::generate());
+        let error = open_request(&other, &sealed, now_ms()).unwrap_err();
+        assert!(error.message.contains("state key"), "{}", error.message);
+        let mut tampered = sealed.clone();
+        let last = tampered.len() - 1;
+        tampered[last] ^= 1;
+        assert!(open_request(&sealer, &tampered, now_ms()).is_err());
+        assert!(open_request(&sealer, &sealed[..10], now_ms()).is_err());
+        assert!(open_request(&sealer, b"", now_ms()).is_err());
+    }
+
+    #[test]
+    fn an_old_envelope_is_refused() {
+        let sealer = Sealer::new(&StateKey::generate());
+        let sealed = seal_request(&sealer, &request());
+        let later = now_ms() + FORWARD_MAX_AGE.as_millis() as u64 + 1_000;
+        let error = open_request(&sealer, &sealed, later).unwrap_err();
+        assert!(error.message.contains("too old"), "{}", error.message);
+    }
+
+    #[test]
+    fn a_forward_envelope_is_not_a_request_state() {
+        // The two keys differ: an envelope's bytes never open as a state, nor the reverse.
+        let sealer = Sealer::new(&StateKey::generate());
+        let sealed = seal_request(&sealer, &request());
+        let as_state = format!(
+            "mrs1.{}",
+            base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, &sealed)
+        );
+        assert!(sealer.open(&as_state, now_ms()).is_err());
+    }
+}
