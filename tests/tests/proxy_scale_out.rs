@@ -79,6 +79,28 @@ fn named(requests: &Value, name: &str) -> Value {
     Value::Object(answers)
 }
 
+/// The message of a JSON-RPC error response (empty when it is not one).
+fn error_message(response: &RawResponse) -> String {
+    response.error()["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The `ask_name` retry with `state`, answering `name`, sent to `instance`.
+async fn retry_on(
+    cluster: &Cluster,
+    instance: usize,
+    requests: &Value,
+    state: &str,
+    name: &str,
+) -> RawResponse {
+    cluster
+        .client(instance)
+        .retry_tool("ask_name", json!({}), named(requests, name), Some(state))
+        .await
+}
+
 fn state_of(response: &RawResponse) -> (Value, String) {
     let (requests, state) = response.input_required();
     (requests.clone(), state.to_owned())
@@ -88,21 +110,12 @@ async fn a_pause_on_one_instance_resumes_on_another(kind: BackendKind) {
     let cluster = Cluster::start(kind, 3).await;
     let first = cluster.client(0).call_tool("ask_name", json!({})).await;
     let (requests, state) = state_of(&first);
-    let retry = cluster
-        .client(1)
-        .retry_tool("ask_name", json!({}), named(&requests, "Ada"), Some(&state))
-        .await;
+    let retry = retry_on(&cluster, 1, &requests, &state, "Ada").await;
     assert_eq!(retry.text(), "Hello, Ada!", "{retry:#?}");
     // The state was used: refused on every instance, the owner included.
     for instance in 0..3 {
-        let replay = cluster
-            .client(instance)
-            .retry_tool("ask_name", json!({}), named(&requests, "Eve"), Some(&state))
-            .await;
-        let message = replay.error()["message"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
+        let replay = retry_on(&cluster, instance, &requests, &state, "Eve").await;
+        let message = error_message(&replay);
         assert!(
             message.contains("already used") || message.contains("one retry"),
             "instance {instance}: {replay:#?}"
@@ -166,19 +179,13 @@ async fn a_killed_owner_gives_a_clear_error_at_once(kind: BackendKind) {
     let (requests, state) = state_of(&first);
     cluster.proxies[0].kill();
     let started = Instant::now();
-    let retry = cluster
-        .client(1)
-        .retry_tool("ask_name", json!({}), named(&requests, "Ada"), Some(&state))
-        .await;
+    let retry = retry_on(&cluster, 1, &requests, &state, "Ada").await;
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "answered in {:?}",
         started.elapsed()
     );
-    let message = retry.error()["message"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let message = error_message(&retry);
     assert!(message.contains("the paused call was lost"), "{retry:#?}");
     assert!(
         message.contains("send the original request again"),
@@ -186,22 +193,13 @@ async fn a_killed_owner_gives_a_clear_error_at_once(kind: BackendKind) {
     );
     // Once the registration has gone too, the answer is the same, from the store alone.
     tokio::time::sleep(Duration::from_secs(4)).await;
-    let again = cluster
-        .client(2)
-        .retry_tool("ask_name", json!({}), named(&requests, "Ada"), Some(&state))
-        .await;
-    let message = again.error()["message"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let again = retry_on(&cluster, 2, &requests, &state, "Ada").await;
+    let message = error_message(&again);
     assert!(message.contains("the paused call was lost"), "{again:#?}");
     // A fresh call works on the survivors, across them.
     let fresh = cluster.client(1).call_tool("ask_name", json!({})).await;
     let (requests, state) = state_of(&fresh);
-    let done = cluster
-        .client(2)
-        .retry_tool("ask_name", json!({}), named(&requests, "Bea"), Some(&state))
-        .await;
+    let done = retry_on(&cluster, 2, &requests, &state, "Bea").await;
     assert_eq!(done.text(), "Hello, Bea!");
 }
 
@@ -212,10 +210,7 @@ async fn a_restarted_redis_gives_clear_errors_then_recovers(kind: BackendKind) {
     cluster.redis.kill();
     // Redis down: a retry and a new pause get errors (not hangs).
     let started = Instant::now();
-    let retry = cluster
-        .client(1)
-        .retry_tool("ask_name", json!({}), named(&requests, "Ada"), Some(&state))
-        .await;
+    let retry = retry_on(&cluster, 1, &requests, &state, "Ada").await;
     assert!(retry.error_code().is_some(), "{retry:#?}");
     let paused = cluster.client(2).call_tool("ask_name", json!({})).await;
     assert!(
@@ -234,10 +229,7 @@ async fn a_restarted_redis_gives_clear_errors_then_recovers(kind: BackendKind) {
         let fresh = cluster.client(1).call_tool("ask_name", json!({})).await;
         if fresh.result_type() == Some("input_required") {
             let (requests, state) = state_of(&fresh);
-            let done = cluster
-                .client(2)
-                .retry_tool("ask_name", json!({}), named(&requests, "Cy"), Some(&state))
-                .await;
+            let done = retry_on(&cluster, 2, &requests, &state, "Cy").await;
             assert_eq!(done.text(), "Hello, Cy!", "{done:#?}");
             break;
         }
@@ -247,14 +239,8 @@ async fn a_restarted_redis_gives_clear_errors_then_recovers(kind: BackendKind) {
         );
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
-    let old = cluster
-        .client(0)
-        .retry_tool("ask_name", json!({}), named(&requests, "Ada"), Some(&state))
-        .await;
-    let message = old.error()["message"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let old = retry_on(&cluster, 0, &requests, &state, "Ada").await;
+    let message = error_message(&old);
     assert!(message.contains("the paused call was lost"), "{old:#?}");
 }
 

@@ -236,6 +236,21 @@ pub struct PauseRecord {
     pub input_keys: Vec<String>,
 }
 
+impl PauseRecord {
+    /// `Ok` when `instance` may park this record (it names `instance` as its owner).
+    pub fn check_owner(&self, instance: u64) -> Result<(), StoreError> {
+        if self.boot_id == instance {
+            Ok(())
+        } else {
+            Err(StoreError::ForeignBoot {
+                pause_id: self.pause_id,
+                record_boot: self.boot_id,
+                store_boot: instance,
+            })
+        }
+    }
+}
+
 /// A store failure, with what was being done.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -44,9 +44,12 @@ const RECORD_KEEP_MS: u64 = 3_600_000;
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
 const CONNECTION_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// KEYS: pause, owned. ARGV: status, owner, deadline, record, expire-at, pause id.
+/// KEYS: pause, owned, instance. ARGV: status, owner, deadline, record, expire-at, pause id,
+/// advertised URL, registration TTL. Registers the owner if it is not (a Redis that restarted
+/// empty, before the next heartbeat): a record never names an owner the others take for gone.
 const PARK: &str = r"
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if redis.call('EXISTS', KEYS[3]) == 0 then redis.call('SET', KEYS[3], ARGV[7], 'PX', ARGV[8]) end
 redis.call('HSET', KEYS[1], 'status', ARGV[1], 'owner', ARGV[2], 'deadline', ARGV[3], 'record', ARGV[4])
 redis.call('PEXPIREAT', KEYS[1], ARGV[5])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[6])
@@ -108,6 +111,8 @@ pub struct RedisStore {
     /// The URL without a password, for messages.
     display: String,
     instance_id: u64,
+    /// The `--advertise` URL ("" without one).
+    advertise: String,
     scripts: Scripts,
     /// Stops the heartbeat when the store is dropped.
     _heartbeat: DropGuard,
@@ -198,13 +203,14 @@ impl RedisStore {
         tokio::spawn(heartbeat(
             registration,
             instance_id,
-            advertise,
+            advertise.clone(),
             stop.clone(),
         ));
         Ok(RedisStore {
             connection,
             display,
             instance_id,
+            advertise,
             scripts: Scripts {
                 park: Script::new(PARK),
                 claim: Script::new(CLAIM),
@@ -369,13 +375,7 @@ impl PauseStore for RedisStore {
     }
 
     async fn park(&self, record: &PauseRecord) -> Result<(), StoreError> {
-        if record.boot_id != self.instance_id {
-            return Err(StoreError::ForeignBoot {
-                pause_id: record.pause_id,
-                record_boot: record.boot_id,
-                store_boot: self.instance_id,
-            });
-        }
+        record.check_owner(self.instance_id)?;
         let json = serde_json::to_string(record).map_err(|source| StoreError::Encode {
             pause_id: record.pause_id,
             source,
@@ -385,6 +385,7 @@ impl PauseStore for RedisStore {
             .park
             .key(pause_key(&record.pause_id))
             .key(owned_key(self.instance_id))
+            .key(instance_key(self.instance_id))
             .arg(record.status.as_str())
             .arg(format!("{:016x}", record.boot_id))
             .arg(record.deadline_ms)
@@ -397,6 +398,8 @@ impl PauseStore for RedisStore {
                     .min(1 << 62),
             )
             .arg(record.pause_id.to_string())
+            .arg(&self.advertise)
+            .arg(HEARTBEAT_TTL.as_millis() as u64)
             .invoke_async(&mut self.connection())
             .await
             .map_err(redis_error("park"))?;

@@ -191,13 +191,7 @@ impl SledStore {
     /// Adds a record. Refused when its pause id exists already ([`StoreError::Duplicate`]) or
     /// its `boot_id` is not [`boot_id`](Self::boot_id) ([`StoreError::ForeignBoot`]).
     pub fn insert(&self, record: &PauseRecord) -> Result<(), StoreError> {
-        if record.boot_id != self.boot_id {
-            return Err(StoreError::ForeignBoot {
-                pause_id: record.pause_id,
-                record_boot: record.boot_id,
-                store_boot: self.boot_id,
-            });
-        }
+        record.check_owner(self.boot_id)?;
         let bytes = encode(record)?;
         match self
             .pauses
