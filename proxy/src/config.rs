@@ -53,9 +53,17 @@ pub struct Args {
     #[arg(long)]
     pub stdio: bool,
 
-    /// Directory of the sled store holding paused calls (and the generated state key)
-    #[arg(long, default_value = ".mcp-mrtr-proxy", value_name = "DIR")]
-    pub store: PathBuf,
+    /// Where paused calls are recorded (and the generated state key): a directory (sled, one
+    /// process), or `redis://HOST:PORT/DB` shared by several instances (give them all the same
+    /// --state-key-file and each its --advertise URL)
+    #[arg(long, default_value = ".mcp-mrtr-proxy", value_name = "DIR|redis://HOST:PORT/DB", value_parser = parse_store)]
+    pub store: crate::store::StoreLocation,
+
+    /// The base URL at which the other instances reach this one (e.g. `http://10.0.0.5:8787`):
+    /// with a Redis store, a retry that lands on another instance is passed to this one when it
+    /// holds the paused call
+    #[arg(long, value_name = "URL", value_parser = parse_advertise)]
+    pub advertise: Option<String>,
 
     /// File holding the requestState key: 32 bytes as 64 hex characters or base64
     /// (default: env MCP_MRTR_STATE_KEY, else a key generated once and kept in the store)
@@ -490,6 +498,21 @@ fn scalar(value: &toml_edit::Value) -> Result<String, &'static str> {
         Value::Array(_) => Err("expected a single value, not an array"),
         Value::InlineTable(_) => Err("expected a value, not a table"),
     }
+}
+
+fn parse_store(text: &str) -> Result<crate::store::StoreLocation, String> {
+    if text.is_empty() {
+        return Err("give a directory or redis://HOST:PORT/DB".to_owned());
+    }
+    Ok(crate::store::StoreLocation::parse(text))
+}
+
+fn parse_advertise(text: &str) -> Result<String, String> {
+    let url = url::Url::parse(text).map_err(|error| format!("not a URL: {error}"))?;
+    if url.scheme() != "http" || url.host_str().is_none() {
+        return Err("give an http:// URL with a host, e.g. http://10.0.0.5:8787".to_owned());
+    }
+    Ok(text.trim_end_matches('/').to_owned())
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 //! - [`state`]: sealing and opening `requestState`;
 //! - [`request`]: the request types shared by the fronts and the engine;
 //! - [`store`]: the pause store (trait; sled);
+//! - [`cluster`]: retries passed between instances sharing a Redis store;
 //! - [`capabilities`]: client capability profiles;
 //! - [`jsonrpc`]: JSON-RPC messages and error codes;
 //! - [`config`]: flags and the TOML config file;
@@ -19,6 +20,7 @@
 
 pub mod backend;
 pub mod capabilities;
+pub mod cluster;
 pub mod config;
 pub mod engine;
 pub mod front;
@@ -63,8 +65,9 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
         backend::BackendSpec::Http { .. } => 32,
         backend::BackendSpec::Stdio { .. } => 4,
     };
-    let store = store::open(&args.store)
-        .with_context(|| format!("could not open the pause store in {}", args.store.display()))?;
+    let store = store::open(&args.store, args.advertise.as_deref())
+        .await
+        .with_context(|| format!("could not open the pause store {}", args.store))?;
     let lost = store.recover().await?;
     if lost > 0 {
         tracing::warn!(

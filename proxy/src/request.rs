@@ -25,6 +25,27 @@ pub trait Handler: Send + Sync + 'static {
     /// response makes the front answer `-32603`.
     fn handle(&self, request: FrontRequest, sink: ResponseSink) -> BoxFuture<'static, ()>;
 
+    /// Opens a request another instance passed on ([`crate::cluster`]): the envelope's bytes
+    /// as they came. By default forwarding is not served.
+    fn open_forwarded(&self, envelope: &[u8]) -> Result<FrontRequest, ErrorObject> {
+        let _ = envelope;
+        Err(ErrorObject::new(
+            codes::INVALID_REQUEST,
+            "this server takes no forwarded requests",
+        ))
+    }
+
+    /// Serves a request another instance passed on (opened by
+    /// [`open_forwarded`](Self::open_forwarded)): like [`handle`](Self::handle), except that it
+    /// is never passed on again.
+    fn handle_forwarded(
+        &self,
+        request: FrontRequest,
+        sink: ResponseSink,
+    ) -> BoxFuture<'static, ()> {
+        self.handle(request, sink)
+    }
+
     /// Whether the engine can serve requests (`GET /healthz` answers 200 or 503).
     fn is_ready(&self) -> bool;
 

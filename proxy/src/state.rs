@@ -82,7 +82,7 @@ pub fn now_ms() -> u64 {
 // ---------------------------------------------------------------------------------------------
 // Hex helpers (no crate needed for 16/32-byte values)
 
-fn hex_encode(bytes: &[u8]) -> String {
+pub(crate) fn hex_encode(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(bytes.len() * 2);
     for byte in bytes {
@@ -102,7 +102,7 @@ fn hex_digit(digit: u8) -> Option<u8> {
 }
 
 /// Decodes exactly `N` bytes from `2 * N` hex digits (either case).
-fn hex_decode<const N: usize>(text: &str) -> Option<[u8; N]> {
+pub(crate) fn hex_decode<const N: usize>(text: &str) -> Option<[u8; N]> {
     let digits = text.as_bytes();
     if digits.len() != 2 * N {
         return None;
@@ -437,6 +437,9 @@ impl StateError {
 /// everywhere); build one per key at startup.
 pub struct Sealer {
     aead: XChaCha20Poly1305,
+    /// Seals requests passed between instances ([`crate::cluster`]): a key derived from the
+    /// state key, so that a forwarded request can never be taken for a `requestState`.
+    forward: XChaCha20Poly1305,
 }
 
 impl fmt::Debug for Sealer {
@@ -447,9 +450,40 @@ impl fmt::Debug for Sealer {
 
 impl Sealer {
     pub fn new(key: &StateKey) -> Sealer {
+        let mut forward = Sha256::new();
+        forward.update(b"mcp-mrtr-proxy forward v1\0");
+        forward.update(key.bytes());
+        let forward: [u8; 32] = forward.finalize().into();
         Sealer {
             aead: XChaCha20Poly1305::new(key.bytes().into()),
+            forward: XChaCha20Poly1305::new((&forward).into()),
         }
+    }
+
+    /// Seals a request passed to another instance: nonce ‖ XChaCha20-Poly1305(plaintext), under
+    /// a key derived from the state key (every instance shares it).
+    pub fn seal_forward(&self, plaintext: &[u8]) -> Vec<u8> {
+        let mut nonce = [0u8; NONCE_LEN];
+        OsRng.fill_bytes(&mut nonce);
+        let ciphertext = self
+            .forward
+            .encrypt(XNonce::from_slice(&nonce), plaintext)
+            .expect("XChaCha20-Poly1305 only fails on messages over 256 GiB");
+        let mut sealed = Vec::with_capacity(NONCE_LEN + ciphertext.len());
+        sealed.extend_from_slice(&nonce);
+        sealed.extend_from_slice(&ciphertext);
+        sealed
+    }
+
+    /// Opens what [`seal_forward`](Self::seal_forward) sealed; `None` when it is not authentic.
+    pub fn open_forward(&self, sealed: &[u8]) -> Option<Vec<u8>> {
+        if sealed.len() < NONCE_LEN {
+            return None;
+        }
+        let (nonce, ciphertext) = sealed.split_at(NONCE_LEN);
+        self.forward
+            .decrypt(XNonce::from_slice(nonce), ciphertext)
+            .ok()
     }
 
     /// Seals `claims`: `"mrs1." + base64url_nopad(nonce || ciphertext)`, see the module docs.

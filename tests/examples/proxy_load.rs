@@ -2,9 +2,13 @@
 //!
 //! ```text
 //! cargo run --release -p mcp-migrate-tests --example proxy_load -- \
-//!     --mode direct|direct-elicit|proxy|mrtr --url URL \
+//!     --mode direct|direct-elicit|proxy|mrtr --url URL[,URL...] [--retry-url URL[,URL...]] \
 //!     [--connections 16] [--duration 10s] [--warmup 2s] [--timeout 10s]
 //! ```
+//!
+//! Several `--url`s (proxy instances sharing a Redis store): connection `i` sends to the
+//! `i`-th URL, round robin. `--retry-url`: the `mrtr` retry goes there instead (connection `i`
+//! to the `i`-th), e.g. another instance than the one that paused the call.
 //!
 //! Modes:
 //! - `direct`: legacy 2025-11-25 Streamable HTTP straight to the legacy server; each connection
@@ -90,6 +94,9 @@ impl Mode {
 struct Args {
     mode: Mode,
     url: String,
+    /// `--url` split at commas; `url` is the first.
+    urls: Vec<String>,
+    retry_urls: Vec<String>,
     connections: usize,
     duration: Duration,
     warmup: Duration,
@@ -98,7 +105,8 @@ struct Args {
     cpu_pids: Vec<(String, u32)>,
 }
 
-const USAGE: &str = "usage: proxy_load --mode direct|direct-elicit|proxy|mrtr --url URL \
+const USAGE: &str = "usage: proxy_load --mode direct|direct-elicit|proxy|mrtr --url URL[,URL...] \
+[--retry-url URL[,URL...]] \
 [--connections N] [--duration 10s] [--warmup 2s] [--timeout 10s] [--cpu-pid LABEL=PID]...";
 
 /// `10s`, `500ms`, `1.5s`, `2m`, or a bare number of seconds.
@@ -123,7 +131,8 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 
 fn parse_args() -> Result<Args, String> {
     let mut mode = None;
-    let mut url = None;
+    let mut url: Option<String> = None;
+    let mut retry_urls = Vec::new();
     let mut connections = 16;
     let mut duration = Duration::from_secs(10);
     let mut warmup = Duration::from_secs(2);
@@ -140,6 +149,7 @@ fn parse_args() -> Result<Args, String> {
         match flag.as_str() {
             "--mode" => mode = Some(Mode::parse(&value)?),
             "--url" => url = Some(value),
+            "--retry-url" => retry_urls = value.split(',').map(str::to_owned).collect(),
             "--connections" => {
                 connections = value
                     .parse()
@@ -162,9 +172,16 @@ fn parse_args() -> Result<Args, String> {
     if duration.is_zero() {
         return Err("--duration must be positive".to_owned());
     }
+    let urls: Vec<String> = url
+        .ok_or_else(|| format!("--url is required\n{USAGE}"))?
+        .split(',')
+        .map(str::to_owned)
+        .collect();
     Ok(Args {
         mode: mode.ok_or_else(|| format!("--mode is required\n{USAGE}"))?,
-        url: url.ok_or_else(|| format!("--url is required\n{USAGE}"))?,
+        url: urls[0].clone(),
+        urls,
+        retry_urls,
         connections,
         duration,
         warmup,
@@ -608,7 +625,12 @@ async fn proxy_echo(client: &Client, url: &str, id: u64) -> Result<(), String> {
 }
 
 /// `ask_name` through the proxy: `input_required`, then the retry with the answers.
-async fn mrtr_flow(client: &Client, url: &str, id: u64) -> Result<OpTimes, String> {
+async fn mrtr_flow(
+    client: &Client,
+    url: &str,
+    retry_url: &str,
+    id: u64,
+) -> Result<OpTimes, String> {
     let started = Instant::now();
     let first = front_request(id, "ask_name", json!({}));
     let message = front_call(client, url, "ask_name", &first).await?;
@@ -638,7 +660,7 @@ async fn mrtr_flow(client: &Client, url: &str, id: u64) -> Result<OpTimes, Strin
     retry["id"] = json!(id + 1);
     retry["params"]["inputResponses"] = Value::Object(answers);
     retry["params"]["requestState"] = json!(state);
-    let message = front_call(client, url, "ask_name", &retry).await?;
+    let message = front_call(client, retry_url, "ask_name", &retry).await?;
     let finished = Instant::now();
     let result = success(&message, "ask_name request 2")?;
     if result_type(result) != Some("complete") {
@@ -712,6 +734,7 @@ async fn connect(args: &Args) -> Result<Conn, String> {
 
 async fn one_op(
     args: &Args,
+    task: usize,
     conn: &mut Conn,
     id: u64,
     started: Instant,
@@ -722,9 +745,16 @@ async fn one_op(
             Ok(OpTimes { phases: None })
         }
         Conn::Elicit(session, requests, _) => direct_elicit(session, requests, id, started).await,
-        Conn::Front(client) if args.mode == Mode::Mrtr => mrtr_flow(client, &args.url, id).await,
+        Conn::Front(client) if args.mode == Mode::Mrtr => {
+            let url = &args.urls[task % args.urls.len()];
+            let retry_url = match args.retry_urls.len() {
+                0 => url,
+                n => &args.retry_urls[task % n],
+            };
+            mrtr_flow(client, url, retry_url, id).await
+        }
         Conn::Front(client) => {
-            proxy_echo(client, &args.url, id).await?;
+            proxy_echo(client, &args.urls[task % args.urls.len()], id).await?;
             Ok(OpTimes { phases: None })
         }
     }
@@ -768,7 +798,7 @@ async fn run_connection(
         }
         let measured = started >= measure_from;
         let outcome =
-            tokio::time::timeout(args.timeout, one_op(&args, &mut conn, id, started)).await;
+            tokio::time::timeout(args.timeout, one_op(&args, task, &mut conn, id, started)).await;
         let finished = Instant::now();
         id += 2;
         match outcome {
@@ -896,7 +926,8 @@ async fn main() -> std::process::ExitCode {
     let ops = all.latencies.len();
     let mut report = json!({
         "mode": args.mode.name(),
-        "url": args.url,
+        "url": args.urls.join(","),
+        "retry_url": args.retry_urls.join(","),
         "connections": args.connections,
         "warmup_s": args.warmup.as_secs_f64(),
         "duration_s": args.duration.as_secs_f64(),

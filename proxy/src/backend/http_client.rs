@@ -33,7 +33,7 @@ pub(super) const MAX_KEPT: usize = 8;
 
 /// Why a request failed.
 #[derive(Debug, thiserror::Error)]
-pub(super) enum ClientError {
+pub(crate) enum ClientError {
     /// No connection could be made (refused, timed out, unresolvable).
     #[error("cannot connect: {0}")]
     Connect(#[source] Box<dyn std::error::Error + Send + Sync>),
@@ -43,13 +43,13 @@ pub(super) enum ClientError {
 }
 
 impl ClientError {
-    pub(super) fn is_connect(&self) -> bool {
+    pub(crate) fn is_connect(&self) -> bool {
         matches!(self, ClientError::Connect(_))
     }
 }
 
 /// A plain-`http://` upstream URL taken apart for requests in origin form.
-pub(super) struct Upstream {
+pub(crate) struct Upstream {
     pub uri: Uri,
     /// The `Host` header: the URL's authority.
     pub host: http::HeaderValue,
@@ -59,7 +59,7 @@ pub(super) struct Upstream {
 
 impl Upstream {
     /// Refuses other schemes (TLS is not supported) and URLs without a host.
-    pub(super) fn parse(url: &str) -> Result<Upstream, super::BackendError> {
+    pub(crate) fn parse(url: &str) -> Result<Upstream, super::BackendError> {
         let unavailable = super::BackendError::Unavailable;
         let uri: Uri = url
             .parse()
@@ -88,7 +88,7 @@ impl Upstream {
 }
 
 /// One lane's connections to `uri`'s authority.
-pub(super) struct LaneConnections {
+pub(crate) struct LaneConnections {
     connector: HttpConnector,
     /// Where to connect (scheme and authority are used).
     uri: Uri,
@@ -114,7 +114,7 @@ impl Kept {
 }
 
 impl LaneConnections {
-    pub(super) fn new(
+    pub(crate) fn new(
         uri: Uri,
         connect_timeout: Duration,
         idle_timeout: Duration,
@@ -134,7 +134,7 @@ impl LaneConnections {
 
     /// Sends `request` (origin-form URI, `Host` set by the caller) and waits for the response
     /// head.
-    pub(super) async fn request(
+    pub(crate) async fn request(
         &self,
         mut request: Request<Full<Bytes>>,
     ) -> Result<Response<Incoming>, ClientError> {

@@ -38,7 +38,7 @@ use mcp_migrate_rules::RuleId;
 use self::lane_core::LaneCore;
 
 pub mod http;
-mod http_client;
+pub(crate) mod http_client;
 pub(crate) mod lane_core;
 pub(crate) mod sse;
 mod sse_lane;

@@ -14,6 +14,7 @@ use mcp_migrate_rules::RuleId;
 use serde_json::{json, Map, Value};
 use tracing::{debug, info, warn, Instrument};
 
+use super::pauses::Claimed;
 use super::wire::{
     declined_url_outcome, decorate_reply, flatten, input_request, input_responses, internal,
     legacy_params, legacy_response, level_rank, lost_call, refusal_for, translate_error,
@@ -181,16 +182,22 @@ impl Engine {
 
     /// Resumes a paused call: the pause book opens the `requestState` and claims the pause
     /// (single use), then the retry's `inputResponses` are delivered as legacy responses (T20)
-    /// and the call runs again, to its next round or its result.
+    /// and the call runs again, to its next round or its result. A pause another instance holds
+    /// is passed on to it (unless this request was itself passed on: never twice).
     pub(super) async fn resume(
         &self,
         request: &FrontRequest,
         profile: CapabilityProfile,
         state: &str,
         sink: &mut ResponseSink,
+        forwarded: bool,
     ) -> Answer {
-        let mut live = match self.pauses.claim(state, request).await {
-            Ok(live) => live,
+        let mut live = match self.pauses.claim(state, request, forwarded).await {
+            Ok(Claimed::Here(live)) => *live,
+            Ok(Claimed::Elsewhere(url)) => {
+                let envelope = crate::cluster::seal_request(self.pauses.sealer(), request);
+                return self.peers.forward(&url, envelope, sink).await;
+            }
             Err(error) => return Some(Err(error)),
         };
         live.profile = profile;

@@ -81,6 +81,8 @@ pub struct Engine {
     resource_subscriptions: ResourceSubscriptions,
     /// Cancelled when shutdown begins: listen streams end with their `complete` result.
     drained: tokio_util::sync::CancellationToken,
+    /// Connections to the other instances, for retries of pauses they hold.
+    peers: crate::cluster::Peers,
 }
 
 impl std::fmt::Debug for Engine {
@@ -142,6 +144,7 @@ impl Engine {
             tool_headers: ToolHeaderIndex::default(),
             resource_subscriptions: ResourceSubscriptions::default(),
             drained: tokio_util::sync::CancellationToken::new(),
+            peers: crate::cluster::Peers::default(),
         })
     }
 
@@ -250,13 +253,23 @@ impl Engine {
 
     /// Serves one validated front request to completion: routes it, then answers the front
     /// with what the path returned (the only place a final response is written).
-    pub async fn serve(self: Arc<Self>, request: FrontRequest, mut sink: ResponseSink) {
+    pub async fn serve(self: Arc<Self>, request: FrontRequest, sink: ResponseSink) {
+        self.serve_as(request, sink, false).await;
+    }
+
+    /// [`serve`](Self::serve); `forwarded` when another instance passed the request on.
+    async fn serve_as(
+        self: Arc<Self>,
+        request: FrontRequest,
+        mut sink: ResponseSink,
+        forwarded: bool,
+    ) {
         let profile = CapabilityProfile::from_client_capabilities(&request.client_capabilities);
         self.note_client_deprecations(&request, &profile);
         let answer: Answer = match route(&request.method) {
             Route::Discover => Some(self.discover().await.map(Reply::Tree)),
             Route::PassThrough => Some(self.pass_through(&request, &profile, &sink).await),
-            Route::Call => self.call(&request, profile, &mut sink).await,
+            Route::Call => self.call(&request, profile, &mut sink, forwarded).await,
             Route::Listen => self
                 .listen(&request, &mut sink)
                 .await
@@ -278,13 +291,16 @@ impl Engine {
         request: &FrontRequest,
         profile: CapabilityProfile,
         sink: &mut ResponseSink,
+        forwarded: bool,
     ) -> Answer {
         if let Err(error) = self.check_param_headers(request, &profile).await {
             return Some(Err(error));
         }
         match request.params.get("requestState") {
             None => self.start(request, profile, sink).await,
-            Some(Value::String(state)) => self.resume(request, profile, state, sink).await,
+            Some(Value::String(state)) => {
+                self.resume(request, profile, state, sink, forwarded).await
+            }
             Some(_) => Some(Err(wire::invalid_params("`requestState` must be a string"))),
         }
     }
@@ -302,6 +318,21 @@ impl Handler for Engine {
                 )
                 .await;
             }),
+        }
+    }
+
+    fn open_forwarded(&self, envelope: &[u8]) -> Result<FrontRequest, ErrorObject> {
+        crate::cluster::open_request(self.pauses.sealer(), envelope, crate::state::now_ms())
+    }
+
+    fn handle_forwarded(
+        &self,
+        request: FrontRequest,
+        sink: ResponseSink,
+    ) -> BoxFuture<'static, ()> {
+        match self.me.upgrade() {
+            Some(engine) => Box::pin(engine.serve_as(request, sink, true)),
+            None => self.handle(request, sink),
         }
     }
 

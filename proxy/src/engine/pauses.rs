@@ -36,11 +36,18 @@ use crate::jsonrpc::{codes, ErrorObject};
 use crate::limits::{self, CallLimits, StoreHealth};
 use crate::request::FrontRequest;
 use crate::state::{now_ms, params_digest, Claims, PauseId, Sealer, StateError};
-use crate::store::{ClaimError, PauseRecord, PauseStatus, PauseStore};
+use crate::store::{ClaimError, Owner, PauseRecord, PauseStatus, PauseStore};
 
 /// How long a finished, expired, cancelled or lost pause record is kept after its deadline (the
 /// margin covers wall-clock steps; retries after the deadline are refused by the state's expiry).
 const RECORD_GRACE: Duration = Duration::from_secs(10);
+
+/// What a claim gave: the live call (this instance holds it), or the URL of the instance that
+/// does (the retry is passed on there).
+pub(super) enum Claimed {
+    Here(Box<LiveCall>),
+    Elsewhere(String),
+}
 
 /// The paused calls of this process and their records.
 pub(super) struct PauseBook {
@@ -235,7 +242,8 @@ impl PauseBook {
         &self,
         state: &str,
         request: &FrontRequest,
-    ) -> Result<LiveCall, ErrorObject> {
+        forwarded: bool,
+    ) -> Result<Claimed, ErrorObject> {
         let digest = params_digest(&request.params);
         let claims = self
             .sealer
@@ -252,6 +260,11 @@ impl PauseBook {
                 invalid_params(format!("invalid requestState: {error}"))
             })?;
         let pause_id = claims.pause_id;
+        if !forwarded && !self.live().contains_key(&pause_id) {
+            if let Some(owner) = self.owner_elsewhere(&pause_id).await? {
+                return Ok(Claimed::Elsewhere(owner));
+            }
+        }
         if let Err(error) = self.store.claim(&pause_id, now_ms()).await {
             crate::metrics::global().rejection(claim_rejection_reason(&error));
             info!(pause = %pause_id, %error, "refused retry");
@@ -266,7 +279,48 @@ impl PauseBook {
             .store
             .set_status(&pause_id, PauseStatus::Finished)
             .await;
-        Ok(live)
+        Ok(Claimed::Here(Box::new(live)))
+    }
+
+    /// Where the live call of a pause this instance does not hold is: `Some(url)` of the live
+    /// owner (the retry is passed on), `None` when the store has it as this instance's or has
+    /// no record (the claim then says what happened). An owner that is gone makes the pause
+    /// Lost at once.
+    async fn owner_elsewhere(&self, pause_id: &PauseId) -> Result<Option<String>, ErrorObject> {
+        let record = match self.store.get(pause_id).await {
+            Ok(Some(record)) if record.boot_id != self.store.instance_id() => record,
+            // Ours, unknown, or unreadable: the claim decides.
+            _ => return Ok(None),
+        };
+        let why = match self.store.owner(record.boot_id).await {
+            Ok(Owner::At(url)) => {
+                info!(pause = %pause_id, owner = %url, "passing the retry to the instance that holds the paused call");
+                return Ok(Some(url));
+            }
+            Ok(Owner::Me) => return Ok(None),
+            Ok(Owner::Gone) => "the proxy instance that held it is gone",
+            Ok(Owner::Unreachable) => {
+                "the proxy instance that holds it has no --advertise URL, so no other instance can reach it"
+            }
+            Err(error) => {
+                crate::metrics::global().rejection("store_error");
+                return Err(internal(format!("the pause store failed: {error}")));
+            }
+        };
+        crate::metrics::global().rejection("state_lost");
+        if matches!(record.status, PauseStatus::Paused | PauseStatus::Resuming) {
+            let _ = self
+                .store
+                .transition(pause_id, record.status, PauseStatus::Lost)
+                .await;
+        }
+        info!(pause = %pause_id, why, "refused retry");
+        Err(crate::cluster::lost_elsewhere(why))
+    }
+
+    /// The sealer (for requests passed between instances).
+    pub(super) fn sealer(&self) -> &Sealer {
+        &self.sealer
     }
 
     /// Claimed → Lost: the record was claimed but its live call is gone (the legacy session

@@ -12,6 +12,8 @@
 //! - `GET /readyz`: readiness: 200 `{"ready":true,...}` when every [`Handler::readiness`] check
 //!   passes (backend initialized, store writable, not draining), else 503 naming the failed ones.
 //! - `GET /metrics`: the Prometheus/OpenMetrics exposition of [`crate::metrics::global`].
+//! - `POST /mrtr/forward`: a retry another instance passed on ([`crate::cluster`]), a sealed
+//!   envelope the handler opens ([`Handler::open_forwarded`]); answered like `POST {path}`.
 //! - anything else: 404.
 //!
 //! `Mcp-Session-Id` and `Last-Event-ID` are ignored; no session id is ever minted or echoed.
@@ -240,6 +242,12 @@ impl Front {
             } else {
                 method_not_allowed("POST")
             }
+        } else if path == crate::cluster::FORWARD_PATH {
+            if request.method() == Method::POST {
+                self.forwarded(request).await
+            } else {
+                method_not_allowed("POST")
+            }
         } else if path == HEALTH_PATH || path == READY_PATH || path == METRICS_PATH {
             if request.method() != Method::GET && request.method() != Method::HEAD {
                 method_not_allowed("GET, HEAD")
@@ -297,40 +305,74 @@ impl Front {
         json_response(status, &body)
     }
 
-    async fn post(&self, request: Request<Incoming>) -> Response<ResponseBody> {
+    /// A retry another instance passed on ([`crate::cluster`]): a sealed envelope, opened by the
+    /// handler; answered like `/mcp` (JSON, or SSE once a notification comes first).
+    async fn forwarded(&self, request: Request<Incoming>) -> Response<ResponseBody> {
         let (parts, body) = request.into_parts();
+        let bytes = match self.read_body(&parts.headers, body).await {
+            Ok(bytes) => bytes,
+            Err(response) => return response,
+        };
+        let request = match self.handler.open_forwarded(&bytes) {
+            Ok(request) => request,
+            Err(error) => {
+                crate::metrics::global().rejection("forward_refused");
+                tracing::warn!(message = %error.message, "refused a forwarded request");
+                return json_response(StatusCode::FORBIDDEN, &error_response(None, &error));
+            }
+        };
+        let Some(permit) = self.gate.try_enter() else {
+            crate::metrics::global().rejection("limit_concurrent_requests");
+            return overloaded(&request.id, &self.gate);
+        };
+        self.dispatch(request, true, permit, true).await
+    }
+
+    /// Reads a request body within the size limit and the read timeout.
+    async fn read_body(
+        &self,
+        headers: &HeaderMap,
+        body: Incoming,
+    ) -> Result<Bytes, Response<ResponseBody>> {
         let limit = self.config.max_body_bytes;
-        let declared = parts
-            .headers
+        let declared = headers
             .get(header::CONTENT_LENGTH)
             .and_then(|value| value.to_str().ok())
             .and_then(|value| value.trim().parse::<u64>().ok());
         if declared.is_some_and(|length| length > limit as u64) {
             crate::metrics::global().rejection("body_too_large");
-            return too_large(limit);
+            return Err(too_large(limit));
         }
         let read = tokio::time::timeout(
             self.config.body_read_timeout,
             Limited::new(body, limit).collect(),
         );
-        let bytes = match read.await {
+        match read.await {
             Err(_) => {
                 crate::metrics::global().rejection("body_read_timeout");
-                return body_timeout(self.config.body_read_timeout);
+                Err(body_timeout(self.config.body_read_timeout))
             }
-            Ok(Ok(collected)) => collected.to_bytes(),
+            Ok(Ok(collected)) => Ok(collected.to_bytes()),
             Ok(Err(error)) if error.downcast_ref::<LengthLimitError>().is_some() => {
                 crate::metrics::global().rejection("body_too_large");
-                return too_large(limit);
+                Err(too_large(limit))
             }
             Ok(Err(error)) => {
                 tracing::debug!(%error, "reading the request body failed");
-                return rejection_response(&Rejection::new(
+                Err(rejection_response(&Rejection::new(
                     None,
                     ErrorObject::new(codes::INVALID_REQUEST, "could not read the request body"),
                     400,
-                ));
+                )))
             }
+        }
+    }
+
+    async fn post(&self, request: Request<Incoming>) -> Response<ResponseBody> {
+        let (parts, body) = request.into_parts();
+        let bytes = match self.read_body(&parts.headers, body).await {
+            Ok(bytes) => bytes,
+            Err(response) => return response,
         };
         match decide_post(&parts.headers, &bytes) {
             PostDecision::Reject(rejection) => {
@@ -359,7 +401,7 @@ impl Front {
                     );
                     return overloaded(&request.id, &self.gate);
                 };
-                self.dispatch(request, sse_allowed, permit).await
+                self.dispatch(request, sse_allowed, permit, false).await
             }
         }
     }
@@ -370,12 +412,13 @@ impl Front {
         request: FrontRequest,
         sse_allowed: bool,
         permit: OwnedSemaphorePermit,
+        forwarded: bool,
     ) -> Response<ResponseBody> {
         let id = request.id.clone();
         let span = crate::telemetry::request_span(&request, "http");
         let (tx, mut rx) = mpsc::channel(SINK_CAPACITY);
         let sink = ResponseSink::new(tx).observed(&request.method);
-        start_handler(self.handler.as_ref(), request, sink, span);
+        start_handler(self.handler.as_ref(), request, sink, span, forwarded);
         // Dropping this future (client gone before the first item) drops `rx`: the sink closes.
         loop {
             match rx.recv().await {
@@ -472,9 +515,14 @@ pub(crate) fn start_handler(
     request: FrontRequest,
     sink: ResponseSink,
     span: tracing::Span,
+    forwarded: bool,
 ) {
     let future = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        handler.handle(request, sink)
+        if forwarded {
+            handler.handle_forwarded(request, sink)
+        } else {
+            handler.handle(request, sink)
+        }
     }));
     match future {
         Ok(future) => {

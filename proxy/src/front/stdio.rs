@@ -234,7 +234,7 @@ impl Context<'_> {
                 let span = crate::telemetry::request_span(&request, "stdio");
                 let (tx, rx) = mpsc::channel(SINK_CAPACITY);
                 let sink = ResponseSink::new(tx).observed(&request.method);
-                start_handler(self.handler, request, sink, span.clone());
+                start_handler(self.handler, request, sink, span.clone(), false);
                 let forwarder = Forwarder {
                     rx,
                     id,

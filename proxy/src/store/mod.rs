@@ -17,20 +17,23 @@
 //! - **health**: [`PauseStore::health`] says whether the store takes writes now.
 //!
 //! Nothing outside this module knows which implementation runs: the engine holds an
-//! `Arc<dyn PauseStore>` from [`open`]. Implementations: [`sled`] (embedded, the default).
+//! `Arc<dyn PauseStore>` from [`open`]. Implementations: [`sled`] (embedded, the default: one
+//! process) and [`redis`] (`redis://...`: several instances share it; [`PauseStore::owner`] says
+//! where the owner of a pause can be reached).
 //!
 //! Times are Unix epoch milliseconds ([`crate::state::now_ms`]); a record is past its deadline
 //! when `now_ms >= deadline_ms`, the same rule as a state's expiry.
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use crate::state::{PauseId, StateKey};
 
+pub mod redis;
 pub mod sled;
 
 /// The durable half of paused calls. All methods take `&self`; implementations are internally
@@ -89,11 +92,64 @@ pub trait PauseStore: Send + Sync + fmt::Debug {
 
     /// Whether the store takes writes now; `Err(reason)` for the operator when it does not.
     async fn health(&self) -> Result<(), String>;
+
+    /// Where the instance `instance` (the owner named in a record) can be reached.
+    async fn owner(&self, instance: u64) -> Result<Owner, StoreError>;
 }
 
-/// Opens the store at `location` (a directory: sled).
-pub fn open(location: &Path) -> Result<Arc<dyn PauseStore>, StoreError> {
-    Ok(Arc::new(sled::SledStore::open(location)?))
+/// Where the owner of a pause is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Owner {
+    /// This instance.
+    Me,
+    /// Another live instance, reachable at its `--advertise` URL.
+    At(String),
+    /// Another live instance that advertises no URL.
+    Unreachable,
+    /// No live instance has that id any more (it stopped or was killed).
+    Gone,
+}
+
+/// Where the pause store lives: `--store DIR` (sled) or `--store redis://HOST:PORT/DB`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreLocation {
+    Sled(PathBuf),
+    Redis(String),
+}
+
+impl StoreLocation {
+    /// `redis://` and `rediss://` URLs are Redis, anything else a directory.
+    pub fn parse(text: &str) -> StoreLocation {
+        if text.starts_with("redis://")
+            || text.starts_with("rediss://")
+            || text.starts_with("redis+unix://")
+        {
+            StoreLocation::Redis(text.to_owned())
+        } else {
+            StoreLocation::Sled(PathBuf::from(text))
+        }
+    }
+}
+
+impl fmt::Display for StoreLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreLocation::Sled(dir) => write!(f, "{}", dir.display()),
+            StoreLocation::Redis(url) => f.write_str(&redis::without_password(url)),
+        }
+    }
+}
+
+/// Opens the store at `location`. `advertise`: the URL other instances reach this one at
+/// (registered with a shared store; a store of one process ignores it).
+pub async fn open(
+    location: &StoreLocation,
+    advertise: Option<&str>,
+) -> Result<Arc<dyn PauseStore>, StoreError> {
+    Ok(match location {
+        StoreLocation::Sled(dir) => Arc::new(sled::SledStore::open(dir)?),
+        StoreLocation::Redis(url) => Arc::new(redis::RedisStore::open(url, advertise).await?),
+    })
 }
 
 /// A store that lives as long as the value, for tests.
@@ -180,6 +236,21 @@ pub struct PauseRecord {
     pub input_keys: Vec<String>,
 }
 
+impl PauseRecord {
+    /// `Ok` when `instance` may park this record (it names `instance` as its owner).
+    pub fn check_owner(&self, instance: u64) -> Result<(), StoreError> {
+        if self.boot_id == instance {
+            Ok(())
+        } else {
+            Err(StoreError::ForeignBoot {
+                pause_id: self.pause_id,
+                record_boot: self.boot_id,
+                store_boot: instance,
+            })
+        }
+    }
+}
+
 /// A store failure, with what was being done.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -217,6 +288,10 @@ pub enum StoreError {
     },
     #[error("pause store: the stored state key is unreadable ({detail}); delete the store directory or configure a key")]
     CorruptStateKey { detail: String },
+    #[error("cannot reach the Redis pause store at {url}: {detail}")]
+    RedisOpen { url: String, detail: String },
+    #[error("Redis pause store: {op} failed: {detail}")]
+    Redis { op: &'static str, detail: String },
     #[error("pause store: {op} kept conflicting with concurrent updates")]
     Contention { op: &'static str },
 }

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use rand::rngs::OsRng;
 use rand::RngCore;
 
-use super::{ClaimError, PauseRecord, PauseStatus, PauseStore, StoreError};
+use super::{ClaimError, Owner, PauseRecord, PauseStatus, PauseStore, StoreError};
 use crate::state::{PauseId, StateKey};
 
 const PAUSES_TREE: &str = "pauses";
@@ -191,13 +191,7 @@ impl SledStore {
     /// Adds a record. Refused when its pause id exists already ([`StoreError::Duplicate`]) or
     /// its `boot_id` is not [`boot_id`](Self::boot_id) ([`StoreError::ForeignBoot`]).
     pub fn insert(&self, record: &PauseRecord) -> Result<(), StoreError> {
-        if record.boot_id != self.boot_id {
-            return Err(StoreError::ForeignBoot {
-                pause_id: record.pause_id,
-                record_boot: record.boot_id,
-                store_boot: self.boot_id,
-            });
-        }
+        record.check_owner(self.boot_id)?;
         let bytes = encode(record)?;
         match self
             .pauses
@@ -501,6 +495,15 @@ impl PauseStore for SledStore {
         tokio::task::spawn_blocking(move || store.probe())
             .await
             .unwrap_or_else(|_| Err("the pause store probe did not finish".to_owned()))
+    }
+
+    async fn owner(&self, instance: u64) -> Result<Owner, StoreError> {
+        // sled locks its directory: any other owner was an earlier run of this process.
+        Ok(if instance == self.boot_id {
+            Owner::Me
+        } else {
+            Owner::Gone
+        })
     }
 }
 

@@ -7,7 +7,8 @@
 //!   [`ScriptedHandler`] answers input requests from a [`Script`] and records what it was asked;
 //! - [`RawClient`]: hand-built 2026-07-28 HTTP requests (JSON or SSE responses);
 //! - [`SpecSchema`]: validation against the 2026-07-28 `schema.json` (`$defs` by name);
-//! - [`conformance`]: the official conformance suite (install, run, judge against a baseline).
+//! - [`conformance`]: the official conformance suite (install, run, judge against a baseline);
+//! - [`RedisServer`]: a real `redis-server` on a free loopback port (the Redis pause store).
 
 mod build;
 pub mod command;
@@ -17,6 +18,7 @@ mod modern;
 mod process;
 pub mod python;
 mod raw;
+mod redis;
 mod schema;
 mod script;
 
@@ -33,6 +35,7 @@ pub use python::LegacySseServer;
 pub use raw::{
     parse_sse, ListenStream, RawClient, RawRequest, RawResponse, StreamItem, PROTOCOL_VERSION,
 };
+pub use redis::{redis_server_binary, RedisServer};
 pub use schema::SpecSchema;
 pub use script::{FormAction, Script, SeenRequest};
 

@@ -209,8 +209,11 @@ pub enum BackendKind {
 #[derive(Debug, Clone, Default)]
 pub struct ProxyOptions {
     pub backend: Backend,
-    /// `--store DIR`; `None`: a fresh temporary directory owned by the [`Proxy`].
+    /// `--store DIR` (or `redis://...`); `None`: a fresh temporary directory owned by the
+    /// [`Proxy`].
     pub store_dir: Option<PathBuf>,
+    /// `--listen ADDR`; `None`: `127.0.0.1:0` (a free port).
+    pub listen: Option<String>,
     /// The sealing key as 64 hex digits; `None`: a random key. Kept across [`Proxy::restart`].
     pub state_key_hex: Option<String>,
     /// Pass the key as `MCP_MRTR_STATE_KEY` instead of `--state-key-file`.
@@ -525,7 +528,10 @@ async fn spawn_proxy(
     logs: &Logs,
 ) -> (Child, String) {
     let mut command = Command::new(&binaries.proxy);
-    command.args(["--listen", "127.0.0.1:0"]);
+    command.args([
+        "--listen",
+        options.listen.as_deref().unwrap_or("127.0.0.1:0"),
+    ]);
     command.arg("--store").arg(store_dir);
     if options.key_in_env {
         command.env("MCP_MRTR_STATE_KEY", key_hex);

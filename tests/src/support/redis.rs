@@ -1,0 +1,151 @@
+//! A real `redis-server` (Debian package `redis-server`) as a child process on a free loopback
+//! port, for the Redis pause store tests. No persistence (`--save ""`, no AOF): a restart loses
+//! every key, as a Redis without persistence does. Killed on drop.
+//!
+//! When `redis-server` is not installed and the tests run as root, it is installed once with
+//! `apt-get` (`.ci/run` installs it the same way beforehand).
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::command::run_captured;
+
+/// How long `apt-get install redis-server` may take.
+const INSTALL_TIMEOUT: Duration = Duration::from_secs(600);
+/// How long the server may take to answer `PING`.
+const READY: Duration = Duration::from_secs(20);
+
+/// The `redis-server` binary: on the PATH, or installed now (root only). Panics with why not.
+pub fn redis_server_binary() -> PathBuf {
+    static FOUND: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    match FOUND.get_or_init(find_or_install) {
+        Ok(path) => path.clone(),
+        Err(why) => panic!("{why}"),
+    }
+}
+
+fn on_path() -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("redis-server"))
+            .find(|path| path.is_file())
+    })
+}
+
+fn find_or_install() -> Result<PathBuf, String> {
+    if let Some(path) = on_path() {
+        return Ok(path);
+    }
+    let install = |args: &[&str]| {
+        run_captured(
+            Command::new("apt-get")
+                .args(args)
+                .env("DEBIAN_FRONTEND", "noninteractive"),
+            INSTALL_TIMEOUT,
+        )
+    };
+    let installed = install(&["install", "-y", "redis-server"]).or_else(|_| {
+        install(&["update"])?;
+        install(&["install", "-y", "redis-server"])
+    });
+    match (installed, on_path()) {
+        (_, Some(path)) => Ok(path),
+        (Err(error), None) => Err(format!(
+            "redis-server is not installed and `apt-get install redis-server` failed ({error:?}); install the Debian package redis-server"
+        )),
+        (Ok(()), None) => Err("apt-get installed redis-server, but it is not on the PATH".into()),
+    }
+}
+
+/// One `redis-server` child on `127.0.0.1:port`.
+#[derive(Debug)]
+pub struct RedisServer {
+    child: Option<Child>,
+    port: u16,
+}
+
+impl RedisServer {
+    /// Starts a server on a free port and waits until it answers `PING`.
+    pub async fn start() -> RedisServer {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("a free port")
+            .port();
+        let mut server = RedisServer { child: None, port };
+        server.spawn().await;
+        server
+    }
+
+    async fn spawn(&mut self) {
+        let binary = tokio::task::spawn_blocking(redis_server_binary)
+            .await
+            .expect("finding redis-server panicked");
+        let child = Command::new(binary)
+            .args(["--port", &self.port.to_string()])
+            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args(["--protected-mode", "no", "--loglevel", "warning"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start redis-server");
+        self.child = Some(child);
+        let deadline = Instant::now() + READY;
+        while !self.answers_ping().await {
+            assert!(
+                Instant::now() < deadline,
+                "redis-server did not answer PING on port {} within {READY:?}",
+                self.port
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn answers_ping(&self) -> bool {
+        let Ok(mut stream) = tokio::net::TcpStream::connect(("127.0.0.1", self.port)).await else {
+            return false;
+        };
+        if stream.write_all(b"PING\r\n").await.is_err() {
+            return false;
+        }
+        let mut reply = [0u8; 7];
+        matches!(
+            tokio::time::timeout(Duration::from_secs(1), stream.read_exact(&mut reply)).await,
+            Ok(Ok(_))
+        ) && &reply == b"+PONG\r\n"
+    }
+
+    /// `redis://127.0.0.1:PORT/DB`.
+    pub fn url(&self, db: u8) -> String {
+        format!("redis://127.0.0.1:{}/{db}", self.port)
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Kills the server (every key is lost: no persistence).
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Kills the server and starts a new one on the same port (empty).
+    pub async fn restart(&mut self) {
+        self.kill();
+        self.spawn().await;
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
