@@ -44,6 +44,7 @@ use tracing::Instrument as _;
 use super::validate::{self, error_response, Rejection, Validated};
 use super::{FrontRequest, Handler, Outgoing, Principal, ResponseSink, SINK_CAPACITY};
 use crate::jsonrpc::{codes, ErrorObject, Message};
+use crate::legacy_session::{Era, LegacySessions};
 use crate::limits::{self, RequestGate};
 
 /// The default request body limit.
@@ -92,6 +93,9 @@ pub struct HttpFrontConfig {
     pub max_concurrent_requests: usize,
     /// After shutdown, how long open responses may still run before their connections are closed.
     pub shutdown_grace: Duration,
+    /// Legacy (`initialize`) client sessions on the same endpoint ([`super::http_legacy`]);
+    /// `None`: 2026-07-28 clients only.
+    pub legacy: Option<Arc<LegacySessions>>,
 }
 
 impl Default for HttpFrontConfig {
@@ -109,6 +113,7 @@ impl Default for HttpFrontConfig {
             max_headers: limits::DEFAULT_MAX_HEADERS,
             max_concurrent_requests: limits::DEFAULT_MAX_CONCURRENT_REQUESTS,
             shutdown_grace: limits::DEFAULT_SHUTDOWN_GRACE,
+            legacy: None,
         }
     }
 }
@@ -234,6 +239,14 @@ impl Front {
         }
         let path = request.uri().path();
         if path == self.config.path {
+            if let Some(legacy) = self.legacy_session_route(&request) {
+                return super::http_legacy::session_route(
+                    legacy,
+                    request,
+                    self.config.sse_keep_alive,
+                )
+                .await;
+            }
             if request.method() == Method::POST {
                 self.post(request).await
             } else {
@@ -252,6 +265,22 @@ impl Front {
         } else {
             text_response(StatusCode::NOT_FOUND, "not found\n")
         }
+    }
+
+    /// The legacy sessions, when `request` is a GET or DELETE of a legacy session (one with an
+    /// `Mcp-Session-Id`) and legacy clients are served.
+    fn legacy_session_route(&self, request: &Request<Incoming>) -> Option<&Arc<LegacySessions>> {
+        let legacy = self
+            .config
+            .legacy
+            .as_ref()
+            .filter(|legacy| legacy.policy().serves_legacy())?;
+        let session_scoped = request.method() == Method::GET || request.method() == Method::DELETE;
+        (session_scoped
+            && request
+                .headers()
+                .contains_key(crate::legacy_session::SESSION_HEADER))
+        .then_some(legacy)
     }
 
     /// DNS-rebinding protection: every `Origin` value present must be loopback or allowed.
@@ -331,6 +360,26 @@ impl Front {
                 ));
             }
         };
+        if let Some(legacy) = &self.config.legacy {
+            let era = if legacy.policy().serves_legacy() {
+                crate::legacy_session::era::http_post_era(&parts.headers, &bytes)
+            } else {
+                Era::Modern
+            };
+            if era == Era::Legacy {
+                return super::http_legacy::post(
+                    legacy,
+                    &parts.headers,
+                    &bytes,
+                    &self.gate,
+                    self.config.sse_keep_alive,
+                )
+                .await;
+            }
+            if !legacy.policy().serves_modern() {
+                return super::http_legacy::refuse_modern(&bytes);
+            }
+        }
         match decide_post(&parts.headers, &bytes) {
             PostDecision::Reject(rejection) => {
                 crate::metrics::global()
@@ -372,42 +421,49 @@ impl Front {
     ) -> Response<ResponseBody> {
         let id = request.id.clone();
         let span = crate::telemetry::request_span(&request, "http");
-        let (tx, mut rx) = mpsc::channel(SINK_CAPACITY);
+        let (tx, rx) = mpsc::channel(SINK_CAPACITY);
         let sink = ResponseSink::new(tx).observed(&request.method);
         start_handler(self.handler.as_ref(), request, sink, span);
-        // Dropping this future (client gone before the first item) drops `rx`: the sink closes.
-        loop {
-            match rx.recv().await {
-                Some(Outgoing::Final {
-                    message,
-                    http_status,
-                }) => {
-                    let status = StatusCode::from_u16(http_status)
-                        .ok()
-                        .filter(|status| !status.is_informational())
-                        .unwrap_or(StatusCode::OK);
-                    return message_response(status, &message);
-                }
-                Some(Outgoing::Notification(message)) if sse_allowed => {
-                    let body = SseBody::new(
-                        sse_event(&message),
-                        rx,
-                        id,
-                        self.config.sse_keep_alive,
-                        permit,
-                    );
-                    return sse_response(body);
-                }
-                // The client accepts only `application/json`: notifications cannot be delivered.
-                Some(Outgoing::Notification(_)) => continue,
-                None => {
-                    let error = handler_gone();
-                    return json_response(
-                        StatusCode::from_u16(validate::http_status(error.code))
-                            .unwrap_or(StatusCode::OK),
-                        &error_response(Some(&id), &error),
-                    );
-                }
+        respond_from(rx, id, sse_allowed, permit, self.config.sse_keep_alive).await
+    }
+}
+
+/// Turns what a request's handler sends into its HTTP response: a final response first is a JSON
+/// response with its status; a notification first (when the client takes `text/event-stream`)
+/// opens an SSE stream that ends with the final response and holds `permit` until then.
+/// Dropping this future (client gone before the first item) drops `rx`: the sender sees it.
+pub(crate) async fn respond_from(
+    mut rx: mpsc::Receiver<Outgoing>,
+    id: Value,
+    sse_allowed: bool,
+    permit: OwnedSemaphorePermit,
+    keep_alive: Option<Duration>,
+) -> Response<ResponseBody> {
+    loop {
+        match rx.recv().await {
+            Some(Outgoing::Final {
+                message,
+                http_status,
+            }) => {
+                let status = StatusCode::from_u16(http_status)
+                    .ok()
+                    .filter(|status| !status.is_informational())
+                    .unwrap_or(StatusCode::OK);
+                return message_response(status, &message);
+            }
+            Some(Outgoing::Notification(message)) if sse_allowed => {
+                let body = SseBody::new(sse_event(&message), rx, id, keep_alive, permit);
+                return sse_response(body);
+            }
+            // The client accepts only `application/json`: notifications cannot be delivered.
+            Some(Outgoing::Notification(_)) => continue,
+            None => {
+                let error = handler_gone();
+                return json_response(
+                    StatusCode::from_u16(validate::http_status(error.code))
+                        .unwrap_or(StatusCode::OK),
+                    &error_response(Some(&id), &error),
+                );
             }
         }
     }
@@ -557,11 +613,11 @@ fn origin_host(origin: &str) -> Option<String> {
     (!host.is_empty()).then(|| host.to_ascii_lowercase())
 }
 
-fn sse_event(message: &Message) -> Bytes {
+pub(crate) fn sse_event(message: &Message) -> Bytes {
     Bytes::from(format!("event: message\ndata: {}\n\n", message.to_line()))
 }
 
-fn json_response(status: StatusCode, value: &Value) -> Response<ResponseBody> {
+pub(crate) fn json_response(status: StatusCode, value: &Value) -> Response<ResponseBody> {
     let mut response = Response::new(Full::new(Bytes::from(value.to_string())).boxed_unsync());
     *response.status_mut() = status;
     response.headers_mut().insert(
@@ -582,7 +638,7 @@ fn metrics_response() -> Response<ResponseBody> {
 }
 
 /// A final response, serialised straight from the message.
-fn message_response(status: StatusCode, message: &Message) -> Response<ResponseBody> {
+pub(crate) fn message_response(status: StatusCode, message: &Message) -> Response<ResponseBody> {
     let mut response = Response::new(Full::new(Bytes::from(message.to_vec())).boxed_unsync());
     *response.status_mut() = status;
     response.headers_mut().insert(
@@ -598,7 +654,7 @@ fn rejection_response(rejection: &Rejection) -> Response<ResponseBody> {
 }
 
 /// 503 with `Retry-After` and a JSON-RPC error: too many requests in flight.
-fn overloaded(id: &Value, gate: &RequestGate) -> Response<ResponseBody> {
+pub(crate) fn overloaded(id: &Value, gate: &RequestGate) -> Response<ResponseBody> {
     let mut response = json_response(
         StatusCode::SERVICE_UNAVAILABLE,
         &error_response(Some(id), &gate.overload_error()),
@@ -659,7 +715,7 @@ fn text_response(status: StatusCode, text: &'static str) -> Response<ResponseBod
     response
 }
 
-fn empty_response(status: StatusCode) -> Response<ResponseBody> {
+pub(crate) fn empty_response(status: StatusCode) -> Response<ResponseBody> {
     let mut response = Response::new(Empty::new().boxed_unsync());
     *response.status_mut() = status;
     response
@@ -673,7 +729,9 @@ fn method_not_allowed(allow: &'static str) -> Response<ResponseBody> {
     response
 }
 
-fn sse_response(body: SseBody) -> Response<ResponseBody> {
+pub(crate) fn sse_response(
+    body: impl Body<Data = Bytes, Error = Infallible> + Send + 'static,
+) -> Response<ResponseBody> {
     let mut response = Response::new(body.boxed_unsync());
     let headers = response.headers_mut();
     headers.insert(

@@ -19,7 +19,9 @@ use tokio::sync::mpsc;
 use crate::jsonrpc::{ErrorObject, Message, Reply};
 
 pub mod http;
+mod http_legacy;
 pub mod stdio;
+mod stdio_legacy;
 pub mod validate;
 
 /// How many outgoing items one request may have queued before the engine waits.
