@@ -32,10 +32,11 @@ use super::http::{
     respond_from, sse_event, sse_response, ResponseBody,
 };
 use super::validate::error_response;
-use super::{Outgoing, SINK_CAPACITY};
+use super::SINK_CAPACITY;
 use crate::jsonrpc::{codes, ErrorObject, Message};
 use crate::legacy_session::{EraPolicy, LegacySessions, RelayError, Session, SESSION_HEADER};
 use crate::limits::RequestGate;
+use crate::request::Outgoing;
 
 /// The JSON-RPC error code legacy SDK servers send with a `404` for an unknown session.
 const SESSION_NOT_FOUND: i64 = -32001;

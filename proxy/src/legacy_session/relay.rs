@@ -30,8 +30,8 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{BackendError, BackendEvent, Lane, SessionLane};
-use crate::front::Outgoing;
 use crate::jsonrpc::{codes, ErrorObject, Message, Reply};
+use crate::request::Outgoing;
 use mcp_migrate_rules::RuleId;
 
 /// Messages kept for a client that has no stream open yet.
