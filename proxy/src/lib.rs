@@ -146,6 +146,15 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
         },
     );
     spawn_legacy_sweeper(legacy.clone(), shutdown.clone());
+    {
+        // Long-lived GET streams would hold their connections until the shutdown grace ends.
+        let legacy = legacy.clone();
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            shutdown.cancelled().await;
+            legacy.close_streams();
+        });
+    }
     let handler: Arc<dyn request::Handler> = engine.clone();
     if args.stdio {
         let stdin = tokio::io::BufReader::new(tokio::io::stdin());

@@ -382,6 +382,41 @@ async fn sessions_are_bounded_and_versions_negotiated() {
     );
     let first = first.expect("a session id");
     assert!(first.bytes().all(|byte| (0x21..=0x7e).contains(&byte)));
+    // Bad input in a session: a clear error, the session goes on.
+    let client = http();
+    let garbage = client
+        .post(proxy.url())
+        .header("mcp-session-id", &first)
+        .header("content-type", "application/json")
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(garbage.status().as_u16(), 400);
+    let stray = client
+        .post(proxy.url())
+        .header("mcp-session-id", &first)
+        .json(&json!({"jsonrpc": "2.0", "id": 99, "result": {}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        stray.status().as_u16(),
+        202,
+        "a response to no server request is dropped"
+    );
+    let ping = client
+        .post(proxy.url())
+        .header("mcp-session-id", &first)
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({"jsonrpc": "2.0", "id": "p", "method": "ping"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ping.status().as_u16(), 200);
+    let pong: Value = ping.json().await.unwrap();
+    assert_eq!(pong, json!({"jsonrpc": "2.0", "id": "p", "result": {}}));
+
     let (status, second, body) = initialize(proxy.url(), "2025-11-25").await;
     assert_eq!(status, 503, "over --max-legacy-sessions: {body}");
     assert!(second.is_none());

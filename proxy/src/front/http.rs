@@ -744,6 +744,36 @@ pub(crate) fn sse_response(
     response
 }
 
+/// The SSE comment (`:`) sent after a period of silence on a stream (`None`: never).
+pub(crate) struct KeepAlive(Option<(Duration, Pin<Box<tokio::time::Sleep>>)>);
+
+impl KeepAlive {
+    pub(crate) fn new(period: Option<Duration>) -> Self {
+        KeepAlive(period.map(|period| (period, Box::pin(tokio::time::sleep(period)))))
+    }
+
+    /// Something was sent: the silence starts again.
+    pub(crate) fn reset(&mut self) {
+        if let Some((period, sleep)) = &mut self.0 {
+            sleep.as_mut().reset(tokio::time::Instant::now() + *period);
+        }
+    }
+
+    /// The comment frame when the silence lasted a period (registers the waker otherwise).
+    pub(crate) fn poll_comment(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        if let Some((_, sleep)) = &mut self.0 {
+            if sleep.as_mut().poll(cx).is_ready() {
+                self.reset();
+                return Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(b":\n\n")))));
+            }
+        }
+        Poll::Pending
+    }
+}
+
 /// An SSE response body: it owns the request's receiver, so dropping the response (client gone)
 /// closes the engine's sink. Ends after the final response; a handler that drops its sink
 /// without one gets a `-32603` error event. Holds the request's concurrency permit.
@@ -751,7 +781,7 @@ struct SseBody {
     first: Option<Bytes>,
     rx: mpsc::Receiver<Outgoing>,
     id: Value,
-    keep_alive: Option<(Duration, Pin<Box<tokio::time::Sleep>>)>,
+    keep_alive: KeepAlive,
     done: bool,
     permit: Option<OwnedSemaphorePermit>,
 }
@@ -768,20 +798,14 @@ impl SseBody {
             first: Some(first),
             rx,
             id,
-            keep_alive: keep_alive.map(|period| (period, Box::pin(tokio::time::sleep(period)))),
+            keep_alive: KeepAlive::new(keep_alive),
             done: false,
             permit: Some(permit),
         }
     }
 
-    fn reset_keep_alive(&mut self) {
-        if let Some((period, sleep)) = &mut self.keep_alive {
-            sleep.as_mut().reset(tokio::time::Instant::now() + *period);
-        }
-    }
-
     fn data(&mut self, bytes: Bytes) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        self.reset_keep_alive();
+        self.keep_alive.reset();
         Poll::Ready(Some(Ok(Frame::data(bytes))))
     }
 }
@@ -814,15 +838,7 @@ impl Body for SseBody {
                 let error = Message::response(this.id.clone(), Err(handler_gone()));
                 this.data(sse_event(&error))
             }
-            Poll::Pending => {
-                if let Some((period, sleep)) = &mut this.keep_alive {
-                    if sleep.as_mut().poll(cx).is_ready() {
-                        sleep.as_mut().reset(tokio::time::Instant::now() + *period);
-                        return Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(b":\n\n")))));
-                    }
-                }
-                Poll::Pending
-            }
+            Poll::Pending => this.keep_alive.poll_comment(cx),
         }
     }
 

@@ -15,7 +15,6 @@
 //! JSON-RPC errors of the legacy server travel with HTTP 200, as legacy servers send them.
 
 use std::convert::Infallible;
-use std::future::Future as _;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -29,7 +28,7 @@ use tokio::sync::mpsc;
 
 use super::http::{
     accepts_event_stream, empty_response, json_response, message_response, overloaded,
-    respond_from, sse_event, sse_response, ResponseBody,
+    respond_from, sse_event, sse_response, KeepAlive, ResponseBody,
 };
 use super::validate::error_response;
 use super::SINK_CAPACITY;
@@ -252,7 +251,7 @@ pub(super) async fn session_route(
     }
     sse_response(GetStream {
         rx,
-        keep_alive: keep_alive.map(|period| (period, Box::pin(tokio::time::sleep(period)))),
+        keep_alive: KeepAlive::new(keep_alive),
     })
 }
 
@@ -260,7 +259,7 @@ pub(super) async fn session_route(
 /// session ends (the sender is dropped) or the client hangs up (the receiver is dropped).
 struct GetStream {
     rx: mpsc::Receiver<Message>,
-    keep_alive: Option<(Duration, Pin<Box<tokio::time::Sleep>>)>,
+    keep_alive: KeepAlive,
 }
 
 impl Body for GetStream {
@@ -274,21 +273,11 @@ impl Body for GetStream {
         let this = self.get_mut();
         match this.rx.poll_recv(cx) {
             Poll::Ready(Some(message)) => {
-                if let Some((period, sleep)) = &mut this.keep_alive {
-                    sleep.as_mut().reset(tokio::time::Instant::now() + *period);
-                }
+                this.keep_alive.reset();
                 Poll::Ready(Some(Ok(Frame::data(sse_event(&message)))))
             }
             Poll::Ready(None) => Poll::Ready(None),
-            Poll::Pending => {
-                if let Some((period, sleep)) = &mut this.keep_alive {
-                    if sleep.as_mut().poll(cx).is_ready() {
-                        sleep.as_mut().reset(tokio::time::Instant::now() + *period);
-                        return Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(b":\n\n")))));
-                    }
-                }
-                Poll::Pending
-            }
+            Poll::Pending => this.keep_alive.poll_comment(cx),
         }
     }
 

@@ -219,6 +219,13 @@ impl LegacySessions {
         (self.settings.idle_timeout / 4).clamp(Duration::from_millis(100), Duration::from_secs(30))
     }
 
+    /// Closes every session's GET stream (shutdown begins: requests in flight may still finish).
+    pub fn close_streams(&self) {
+        for session in self.table.all() {
+            session.close_standalone();
+        }
+    }
+
     /// Ends every session (proxy shutdown).
     pub async fn shutdown(&self) {
         let sessions = self.table.drain();

@@ -250,6 +250,12 @@ impl Session {
         true
     }
 
+    /// Closes the standalone stream (shutdown: an open GET stream would hold its connection
+    /// until the shutdown grace ends). The session lives on.
+    pub fn close_standalone(&self) {
+        self.state().standalone = None;
+    }
+
     /// Relays one client request; returns its final response (with the client's id), or
     /// `None` when the client cancelled it. `stream`: the request's own response stream, for
     /// server messages that belong to it (HTTP with SSE accepted).

@@ -138,6 +138,11 @@ impl SessionTable {
         (ended, expired)
     }
 
+    /// Every session (a snapshot).
+    pub fn all(&self) -> Vec<Arc<Session>> {
+        self.state().sessions.values().cloned().collect()
+    }
+
     /// Removes and returns every session (shutdown).
     pub fn drain(&self) -> Vec<Arc<Session>> {
         self.state()
@@ -145,5 +150,37 @@ impl SessionTable {
             .drain()
             .map(|(_, session)| session)
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn places_are_bounded_and_given_back() {
+        let table = SessionTable::new(2);
+        let first = table.reserve().expect("a place");
+        let second = table.reserve().expect("a second place");
+        assert!(
+            table.reserve().is_none(),
+            "the bound counts sessions being started"
+        );
+        drop(first);
+        let third = table
+            .reserve()
+            .expect("a failed start gives its place back");
+        drop((second, third));
+        assert!(table.is_empty());
+        assert_eq!(SessionTable::new(0).max(), 1);
+    }
+
+    #[test]
+    fn ids_are_random_visible_ascii() {
+        let a = SessionTable::mint_id();
+        let b = SessionTable::mint_id();
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 32);
+        assert!(a.bytes().all(|byte| byte.is_ascii_hexdigit()));
     }
 }

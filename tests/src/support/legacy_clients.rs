@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::build::target_dir;
-use super::command::{run_captured, RunError};
+use super::command::npm_install_into;
 use super::python::legacy_sse_python_async;
 use crate::workspace_root;
 
@@ -21,8 +21,6 @@ use crate::workspace_root;
 pub const TS_SDK_VERSION: &str = "1.32.2";
 /// Node for the TypeScript client (the npm package `node@22`, as for the conformance suite).
 pub const NODE_MAJOR: &str = "22";
-/// How long `npm install` may take.
-const INSTALL_TIMEOUT: Duration = Duration::from_secs(600);
 /// How long one client run may take.
 const RUN_TIMEOUT: Duration = Duration::from_secs(180);
 
@@ -211,57 +209,29 @@ fn installed_version(dir: &Path, package: &str) -> Option<String> {
 }
 
 fn install_ts(dir: &Path) -> Result<TsClient, String> {
-    let node = dir.join("node_modules/.bin/node");
-    let ready = installed_version(dir, "@modelcontextprotocol/sdk").as_deref()
-        == Some(TS_SDK_VERSION)
-        && installed_version(dir, "node").is_some_and(|v| v.starts_with(&format!("{NODE_MAJOR}.")));
-    if !ready {
-        // npm installs into a staging folder renamed into place: a concurrent test process
-        // never sees a half-installed tree.
-        let parent = dir.parent().ok_or("the install folder has no parent")?;
-        let staging = parent.join(format!(
-            "legacy-ts-client.installing-{}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&staging);
-        std::fs::create_dir_all(&staging)
-            .map_err(|e| format!("cannot create {}: {e}", staging.display()))?;
-        let mut npm = std::process::Command::new(std::env::var_os("NPM").unwrap_or("npm".into()));
-        npm.args(["install", "--no-audit", "--no-fund", "--prefix"])
-            .arg(&staging)
-            .arg(format!("node@{NODE_MAJOR}"))
-            .arg(format!("@modelcontextprotocol/sdk@{TS_SDK_VERSION}"));
-        match run_captured(&mut npm, INSTALL_TIMEOUT) {
-            Ok(()) => {}
-            Err(RunError::Spawn(e)) => {
-                return Err(format!(
-                    "the TypeScript legacy client needs npm on PATH: {npm:?} cannot run: {e}"
-                ))
-            }
-            Err(RunError::Failed {
-                why,
-                stdout,
-                stderr,
-            }) => {
-                let _ = std::fs::remove_dir_all(&staging);
-                return Err(format!(
-                    "`npm install` of the TypeScript legacy client failed ({why}; is the npm \
-                     registry reachable?)\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}"
-                ));
-            }
+    let installed = |dir: &Path| {
+        let sdk = installed_version(dir, "@modelcontextprotocol/sdk");
+        let node = installed_version(dir, "node");
+        if sdk.as_deref() == Some(TS_SDK_VERSION)
+            && node.is_some_and(|v| v.starts_with(&format!("{NODE_MAJOR}.")))
+        {
+            Ok(dir.join("node_modules/.bin/node"))
+        } else {
+            Err(format!(
+                "no @modelcontextprotocol/sdk@{TS_SDK_VERSION} with node@{NODE_MAJOR} in {}",
+                dir.display()
+            ))
         }
-        let _ = std::fs::remove_dir_all(dir);
-        if let Err(e) = std::fs::rename(&staging, dir) {
-            // Another process won the race: use its tree.
-            let _ = std::fs::remove_dir_all(&staging);
-            if installed_version(dir, "@modelcontextprotocol/sdk").is_none() {
-                return Err(format!(
-                    "cannot move the install into {}: {e}",
-                    dir.display()
-                ));
-            }
-        }
-    }
+    };
+    let node = npm_install_into(
+        dir,
+        &[
+            format!("node@{NODE_MAJOR}"),
+            format!("@modelcontextprotocol/sdk@{TS_SDK_VERSION}"),
+        ],
+        "the TypeScript legacy client",
+        installed,
+    )?;
     let source = workspace_root().join("tests/legacy-clients/ts_client.mjs");
     let script = dir.join(format!("ts_client.{}.mjs", std::process::id()));
     std::fs::copy(&source, &script).map_err(|e| {
