@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use mcp_migrate_tests::per_backend;
 use mcp_migrate_tests::support::{
-    binaries_async, json_mentions, metric, tool_text, BackendKind, LegacyReport, LegacyRun,
-    LegacySdk, LegacyTarget, Proxy, ProxyOptions, Script, Stack,
+    binaries_async, json_mentions, metric, tool_text, Backend, BackendKind, LegacyReport,
+    LegacyRun, LegacySdk, LegacySseServer, LegacyTarget, Proxy, ProxyOptions, Script, Stack,
 };
 use serde_json::{json, Value};
 
@@ -25,61 +25,90 @@ const FLOWS: &[&str] = &[
     "progress",
 ];
 
-/// Checks a legacy client's report: its own answers in every flow, its own questions only.
+/// The legacy fixture server's name (`serverInfo.name`).
+const FIXTURE: &str = "mcp-legacy-fixture-server";
+
+/// Checks a legacy client's report: its own answers in every flow it ran, its own questions
+/// only, in order, and the InitializeResult of the legacy server named `server`.
 #[track_caller]
-fn assert_own_flows(report: &LegacyReport, run: &LegacyRun, others: &[&str]) {
+fn assert_own_flows(report: &LegacyReport, run: &LegacyRun, others: &[&str], server: &str) {
     let name = &run.name;
-    assert_eq!(report.result("ping"), "pong");
-    assert_eq!(report.result("ask_name"), format!("Hello, {name}!"));
-    assert_eq!(
-        report.result("ask_twice"),
-        format!("{name} likes {}", run.color)
-    );
-    assert!(
-        report
-            .result("url")
-            .starts_with("URL elicitation connect-account-"),
-        "{:#}",
-        report.0
-    );
-    assert!(report.result("url").ends_with(": Accept"), "{:#}", report.0);
-    assert_eq!(report.result("summarize"), format!("Summary by {name}."));
-    assert_eq!(report.result("roots"), format!("file:///{name}/root"));
-    assert_eq!(report.result("logging"), format!("log of {name}"));
-    assert!(
-        report
-            .logs()
-            .iter()
-            .any(|log| log["data"]["text"] == format!("log of {name}")),
-        "the log notification reached {name}: {:#}",
-        report.0
-    );
-    assert_eq!(report.result("progress"), "counted 3");
-    assert_eq!(report.progress(), vec![1.0, 2.0, 3.0], "{:#}", report.0);
+    let mut expected_seen = Vec::new();
+    for flow in &run.flows {
+        match *flow {
+            "ping" => assert_eq!(report.result("ping"), "pong"),
+            "ask_name" => {
+                assert_eq!(report.result("ask_name"), format!("Hello, {name}!"));
+                expected_seen.push("elicitation/create");
+            }
+            "ask_twice" => {
+                assert_eq!(
+                    report.result("ask_twice"),
+                    format!("{name} likes {}", run.color)
+                );
+                let colour = format!("{name}, what is your favourite colour?");
+                assert!(
+                    report
+                        .seen()
+                        .iter()
+                        .any(|seen| seen["params"]["message"] == colour),
+                    "{:#}",
+                    report.0
+                );
+                expected_seen.extend(["elicitation/create"; 2]);
+            }
+            "url" => {
+                let text = report.result("url");
+                assert!(
+                    text.starts_with("URL elicitation connect-account-")
+                        && text.ends_with(": Accept"),
+                    "{:#}",
+                    report.0
+                );
+                let url = report
+                    .seen()
+                    .iter()
+                    .find(|seen| seen["params"]["mode"] == "url")
+                    .unwrap_or_else(|| panic!("no URL elicitation: {:#}", report.0));
+                assert!(url["params"]["elicitationId"].is_string());
+                expected_seen.push("elicitation/create");
+            }
+            "summarize" => {
+                assert_eq!(report.result("summarize"), format!("Summary by {name}."));
+                expected_seen.push("sampling/createMessage");
+            }
+            "roots" => {
+                assert_eq!(report.result("roots"), format!("file:///{name}/root"));
+                expected_seen.push("roots/list");
+            }
+            "logging" => {
+                assert_eq!(report.result("logging"), format!("log of {name}"));
+                assert!(
+                    report
+                        .logs()
+                        .iter()
+                        .any(|log| log["data"]["text"] == format!("log of {name}")),
+                    "the log notification reached {name}: {:#}",
+                    report.0
+                );
+            }
+            "progress" => {
+                assert_eq!(report.result("progress"), "counted 3");
+                assert_eq!(report.progress(), vec![1.0, 2.0, 3.0], "{:#}", report.0);
+            }
+            other => panic!("no check for flow {other}"),
+        }
+    }
     let methods: Vec<&str> = report
         .seen()
         .iter()
         .map(|seen| seen["method"].as_str().unwrap_or_default())
         .collect();
     assert_eq!(
-        methods,
-        [
-            "elicitation/create",
-            "elicitation/create",
-            "elicitation/create",
-            "elicitation/create",
-            "sampling/createMessage",
-            "roots/list"
-        ],
+        methods, expected_seen,
         "{name} answered exactly its own server requests: {:#}",
         report.0
     );
-    assert_eq!(
-        report.seen()[2]["params"]["message"],
-        format!("{name}, what is your favourite colour?")
-    );
-    assert_eq!(report.seen()[3]["params"]["mode"], "url");
-    assert!(report.seen()[3]["params"]["elicitationId"].is_string());
     for other in others {
         assert!(
             !json_mentions(&report.0["seen"], other) && !json_mentions(&report.0["logs"], other),
@@ -89,7 +118,7 @@ fn assert_own_flows(report: &LegacyReport, run: &LegacyRun, others: &[&str]) {
     }
     assert_eq!(
         report.initialize()["serverInfo"]["name"],
-        "mcp-legacy-fixture-server",
+        server,
         "the legacy server's own InitializeResult: {:#}",
         report.0
     );
@@ -135,7 +164,7 @@ async fn legacy_and_modern_clients_share_the_http_front(kind: BackendKind) {
             .chain(["Mo"])
             .filter(|other| *other != run.name)
             .collect();
-        assert_own_flows(report, run, &others);
+        assert_own_flows(report, run, &others, FIXTURE);
     }
     assert_eq!(
         texts,
@@ -229,11 +258,44 @@ async fn legacy_clients_on_the_stdio_front(kind: BackendKind) {
     };
     let (targets0, targets1) = (target(&stores[0]), target(&stores[1]));
     let (sid, tom) = tokio::join!(runs[0].run(&targets0), runs[1].run(&targets1));
-    assert_own_flows(&sid, &runs[0], &["Tom"]);
-    assert_own_flows(&tom, &runs[1], &["Sid"]);
+    assert_own_flows(&sid, &runs[0], &["Tom"], FIXTURE);
+    assert_own_flows(&tom, &runs[1], &["Sid"], FIXTURE);
 }
 
 per_backend!(240; legacy_clients_on_the_stdio_front);
+
+// ---- An HTTP+SSE (2024-11-05) legacy server behind ----
+
+/// The legacy server is the official Python SDK's FastMCP over HTTP+SSE: each legacy client
+/// session gets an SSE session of its own (and the proxy speaks 2024-11-05 to it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_clients_through_an_http_sse_backend() {
+    binaries_async().await;
+    let server = LegacySseServer::start().await;
+    let proxy = Proxy::start(ProxyOptions {
+        backend: Backend::Http(server.url().to_owned()),
+        ..ProxyOptions::default()
+    })
+    .await;
+    // FastMCP answers `logging/setLevel` with -32601, relayed as it is: no `logging` flow.
+    let flows = &[
+        "ping",
+        "ask_name",
+        "ask_twice",
+        "summarize",
+        "roots",
+        "progress",
+    ];
+    let runs = [
+        LegacyRun::new(LegacySdk::Python, "Sue", flows),
+        LegacyRun::new(LegacySdk::TypeScript, "Sam", flows),
+    ];
+    let target = LegacyTarget::Http(proxy.url().to_owned());
+    let (sue, sam) = tokio::join!(runs[0].run(&target), runs[1].run(&target));
+    for (report, run, other) in [(&sue, &runs[0], "Sam"), (&sam, &runs[1], "Sue")] {
+        assert_own_flows(report, run, &[other], "mcp-legacy-sse-fixture-server");
+    }
+}
 
 // ---- Sessions: expiry, bounds, unknown ids, era policy ----
 
