@@ -538,3 +538,51 @@ async fn the_era_policy_refuses_one_era() {
         .await;
     assert_eq!(report.result("ask_name"), "Hello, Lou!");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_request_ends_and_the_session_goes_on() {
+    binaries_async().await;
+    let proxy = Proxy::start(ProxyOptions::default()).await;
+    let (status, session, body) = initialize(proxy.url(), "2025-11-25").await;
+    assert_eq!(status, 200, "{body}");
+    let session = session.expect("a session id");
+    let call = |id: u64, n: u64| {
+        http()
+            .post(proxy.url())
+            .header("mcp-session-id", &session)
+            .header("accept", "application/json")
+            .json(&json!({
+                "jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "slow_count", "arguments": {"n": n}, "_meta": {"progressToken": id}}
+            }))
+            .send()
+    };
+    let started = std::time::Instant::now();
+    let slow = tokio::spawn(call(1, 100));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let cancel = http()
+        .post(proxy.url())
+        .header("mcp-session-id", &session)
+        .json(
+            &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                      "params": {"requestId": 1, "reason": "the user gave up"}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cancel.status().as_u16(), 202);
+    let slow = slow.await.unwrap().expect("the cancelled POST is answered");
+    let body: Value = slow.json().await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "slow_count 100 takes 2 s; the cancelled call ended after {:?}: {body}",
+        started.elapsed()
+    );
+    assert!(
+        body.get("result").is_none(),
+        "no result for a cancelled call: {body}"
+    );
+    let next = call(2, 2).await.unwrap();
+    let next: Value = next.json().await.unwrap();
+    assert_eq!(next["result"]["content"][0]["text"], "counted 2", "{next}");
+}
