@@ -4,22 +4,39 @@
 # server, in the same run, interleaved. See bench/legacy-clients.md.
 #
 # Usage: bash bench/legacy_clients.sh
-# Environment: REPS (5), DURATION (5s), WARMUP (1s), CONNECTIONS (16),
-#   NO_BUILD (1: use the release binaries already in target/release).
-# Writes only under bench/work/: legacy_clients_raw.jsonl, legacy-clients-logs/.
+# Environment: NET (quickack: inside `unshare -n` with `quickack 1` loopback routes, root only,
+#   which removes the legacy server's 40 ms Nagle/delayed-ACK stalls that the proxy's own
+#   upstream connections avoid (TCP_QUICKACK), so "direct" is not handicapped; host: the
+#   machine's loopback as it is), REPS (5), DURATION (5s), WARMUP (1s), CONNECTIONS (16),
+#   NO_BUILD (1: use the release binaries already in target/release),
+#   LOAD (the load generator; default target/release/examples/proxy_load).
+# Writes only under bench/work/: legacy_clients_raw.<net>.jsonl, legacy-clients-logs/.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 WORK=bench/work
 LOGS=$WORK/legacy-clients-logs
-RAW=$WORK/legacy_clients_raw.jsonl
 REPS=${REPS:-5}
 DURATION=${DURATION:-5s}
 WARMUP=${WARMUP:-1s}
 CONNECTIONS=${CONNECTIONS:-16}
 BIN=target/release
+LOAD=${LOAD:-$BIN/examples/proxy_load}
+[ -n "$LOAD" ] || LOAD=$BIN/examples/proxy_load
+NET=${NET:-quickack}
+if [ "$NET" = quickack ] && [ -z "${INNER:-}" ]; then
+    exec unshare -n env INNER=1 NET=quickack REPS="$REPS" DURATION="$DURATION" WARMUP="$WARMUP" \
+        CONNECTIONS="$CONNECTIONS" NO_BUILD="${NO_BUILD:-}" LOAD="${LOAD:-}" bash "$0"
+fi
+if [ -n "${INNER:-}" ]; then
+    ip link set lo up
+    ip route change local 127.0.0.0/8 dev lo table local proto kernel scope host src 127.0.0.1 quickack 1
+    ip route change local 127.0.0.1 dev lo table local proto kernel scope host src 127.0.0.1 quickack 1
+fi
 mkdir -p "$LOGS"
+RAW=$WORK/legacy_clients_raw.$NET.jsonl
 : >"$RAW"
+echo "net: $NET, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo ?)"
 
 if [ -z "${NO_BUILD:-}" ]; then
     cargo build --release -p mcp-mrtr-proxy -p mcp-legacy-fixture-server
@@ -62,7 +79,7 @@ for _ in $(seq 100); do curl -fsS -o /dev/null "${PROXY_URL%/mcp}/healthz" && br
 
 measure() { # LABEL URL CONNS REP
     local line
-    line=$("$BIN/examples/proxy_load" --mode direct --url "$2" --connections "$3" \
+    line=$("$LOAD" --mode direct --url "$2" --connections "$3" \
         --duration "$DURATION" --warmup "$WARMUP" 2>>"$LOGS/proxy_load.err")
     python3 -c '
 import json, sys

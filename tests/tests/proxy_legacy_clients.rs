@@ -94,7 +94,20 @@ fn assert_own_flows(report: &LegacyReport, run: &LegacyRun, others: &[&str], ser
             }
             "progress" => {
                 assert_eq!(report.result("progress"), "counted 3");
-                assert_eq!(report.progress(), vec![1.0, 2.0, 3.0], "{:#}", report.0);
+                let progress = report.progress();
+                if run.sdk == LegacySdk::Python {
+                    // The Python client handles messages in order: everything arrives.
+                    assert_eq!(progress, vec![1.0, 2.0, 3.0], "{:#}", report.0);
+                } else {
+                    // The TypeScript SDK 1.x dispatches notifications a microtask later than
+                    // responses: progress read together with the response is dropped by the
+                    // client itself ("unknown token"), with or without the proxy.
+                    assert!(
+                        !progress.is_empty() && [1.0, 2.0, 3.0].starts_with(&progress),
+                        "{:#}",
+                        report.0
+                    );
+                }
             }
             other => panic!("no check for flow {other}"),
         }

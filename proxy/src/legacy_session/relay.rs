@@ -453,6 +453,12 @@ impl Session {
         }
     }
 
+    /// Delivers one lane event.
+    fn take(&self, event: BackendEvent) {
+        let message = self.relayed(event);
+        self.deliver(message);
+    }
+
     /// The client message for a lane event.
     fn relayed(&self, event: BackendEvent) -> Message {
         match event {
@@ -482,30 +488,26 @@ impl Session {
         mut barriers: mpsc::UnboundedReceiver<oneshot::Sender<()>>,
     ) {
         loop {
-            let message = tokio::select! {
+            tokio::select! {
                 () = self.ended.cancelled() => return,
                 Some(done) = barriers.recv() => {
                     while let Ok(event) = events.try_recv() {
-                        let message = self.relayed(event);
-                        self.deliver(message);
+                        self.take(event);
                     }
                     let _ = done.send(());
-                    continue;
                 }
                 event = events.recv() => match event {
-                    Some(event) => self.relayed(event),
+                    Some(event) => self.take(event),
                     None => break,
                 },
                 notice = changes.recv() => match notice {
-                    Ok(notice) => Message::notification(&notice.method, notice.params),
+                    Ok(notice) => self.deliver(Message::notification(&notice.method, notice.params)),
                     Err(broadcast::error::RecvError::Lagged(missed)) => {
                         tracing::warn!(session = %self.id, missed, "change notifications dropped (slow client)");
-                        continue;
                     }
                     Err(broadcast::error::RecvError::Closed) => break,
                 },
-            };
-            self.deliver(message);
+            }
         }
         if !self.is_ended() {
             self.end("the legacy server closed the session").await;
