@@ -87,6 +87,9 @@ pub(crate) struct LaneCore {
     /// instead of the profile's, and an expired HTTP session ends the lane instead of
     /// re-initializing it.
     session_init: OnceLock<Value>,
+    /// Events handed to a lease so far (queued or on their way), for a holder that must know
+    /// whether it has taken them all ([`LaneCore::lease_events_sent`]).
+    lease_events: AtomicU64,
 }
 
 impl fmt::Debug for LaneCore {
@@ -145,6 +148,7 @@ impl LaneCore {
             alive: AtomicBool::new(true),
             outbound: OnceLock::new(),
             session_init: OnceLock::new(),
+            lease_events: AtomicU64::new(0),
         })
     }
 
@@ -152,6 +156,12 @@ impl LaneCore {
     /// are (see [`LaneCore::initialize_params`]). Set before the lane starts.
     pub fn set_session_init(&self, params: Value) {
         let _ = self.session_init.set(params);
+    }
+
+    /// How many server requests and notifications were handed to a lease so far (counted before
+    /// the response that follows them is routed).
+    pub fn lease_events_sent(&self) -> u64 {
+        self.lease_events.load(Ordering::SeqCst)
     }
 
     /// Whether the lane belongs to one legacy client session (it never re-initializes).
@@ -550,6 +560,7 @@ impl LaneCore {
                         method: method.clone(),
                         params: params.clone(),
                     };
+                    self.lease_events.fetch_add(1, Ordering::SeqCst);
                     match route.events.try_send(event) {
                         Ok(()) => {
                             route.delivered.insert(value_key(&id), delivered);
@@ -627,6 +638,7 @@ impl LaneCore {
                 method: method.clone(),
                 params,
             };
+            self.lease_events.fetch_add(1, Ordering::SeqCst);
             match route.events.try_send(event) {
                 Ok(()) => return,
                 Err(mpsc::error::TrySendError::Full(_)) => {

@@ -355,6 +355,11 @@ impl Lane {
         Ok((call, progress))
     }
 
+    /// Server requests and notifications handed to the lane's lease so far.
+    pub fn lease_events_sent(&self) -> u64 {
+        self.core().lease_events_sent()
+    }
+
     /// A progress token no other call on this lane uses (a string naming the proxy and lane).
     pub fn mint_progress_token(&self) -> Value {
         self.core().mint_progress_token()

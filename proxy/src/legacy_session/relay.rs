@@ -22,6 +22,7 @@
 //! goes to the next target.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -103,6 +104,8 @@ pub struct Session {
     /// Asks the pump to deliver every event already received before it answers (see
     /// [`Session::flush_events`]).
     barriers: mpsc::UnboundedSender<oneshot::Sender<()>>,
+    /// Lane events the pump delivered (compared with [`Lane::lease_events_sent`]).
+    taken: AtomicU64,
 }
 
 impl std::fmt::Debug for Session {
@@ -151,6 +154,7 @@ impl Session {
             }),
             ended: CancellationToken::new(),
             barriers,
+            taken: AtomicU64::new(0),
         });
         tokio::spawn(Arc::clone(&session).pump(events, changes, barrier_rx));
         session
@@ -447,16 +451,22 @@ impl Session {
     /// reaches its call straight from the lane while the messages sent before it go through the
     /// pump: without this, a final response could overtake the call's last progress.
     async fn flush_events(&self) {
+        if self.taken.load(Ordering::SeqCst) == self.lane.lease_events_sent() {
+            // Everything the lane handed over was delivered already (counted after delivery):
+            // nothing can be overtaken, no need to wake the pump.
+            return;
+        }
         let (done, flushed) = oneshot::channel();
         if self.barriers.send(done).is_ok() {
             let _ = flushed.await;
         }
     }
 
-    /// Delivers one lane event.
+    /// Delivers one lane event, then counts it (after: see [`Session::flush_events`]).
     fn take(&self, event: BackendEvent) {
         let message = self.relayed(event);
         self.deliver(message);
+        self.taken.fetch_add(1, Ordering::SeqCst);
     }
 
     /// The client message for a lane event.
