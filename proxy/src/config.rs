@@ -154,6 +154,22 @@ pub struct Args {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..), value_name = "N")]
     pub worker_threads: u16,
 
+    /// Which clients to serve: `both` (legacy `initialize` sessions and 2026-07-28 clients on
+    /// the same endpoint), `modern-only` (legacy `initialize` refused with -32022) or
+    /// `legacy-only` (2026-07-28 requests refused, so dual-era clients fall back to `initialize`)
+    #[arg(long, value_enum, default_value = "both", value_name = "POLICY")]
+    pub era_policy: crate::legacy_session::EraPolicy,
+
+    /// Most legacy client sessions open at once (each holds its own legacy session, or child
+    /// process with a stdio backend); one more `initialize` gets HTTP 503 with Retry-After
+    #[arg(long, default_value_t = crate::legacy_session::DEFAULT_MAX_SESSIONS, value_name = "N")]
+    pub max_legacy_sessions: usize,
+
+    /// A legacy client session with no request in flight for this long ends; its client gets
+    /// 404 next time and initializes again
+    #[arg(long, default_value = "30m", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub legacy_session_idle_timeout: Duration,
+
     /// On SIGTERM/SIGINT, how long calls in flight may still run before the proxy stops
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration, value_name = "DURATION")]
     pub shutdown_grace: Duration,

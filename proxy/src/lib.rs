@@ -10,6 +10,7 @@
 //! - [`store`]: the pause store (trait; sled);
 //! - [`cluster`]: retries passed between instances sharing a Redis store;
 //! - [`capabilities`]: client capability profiles;
+//! - [`legacy_session`]: legacy (`initialize`) client sessions, relayed to their own lanes;
 //! - [`jsonrpc`]: JSON-RPC messages and error codes;
 //! - [`config`]: flags and the TOML config file;
 //! - [`metrics`]: Prometheus metrics (`GET /metrics`);
@@ -27,6 +28,7 @@ pub mod front;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod jsonrpc;
+pub mod legacy_session;
 pub mod limits;
 pub mod metrics;
 pub mod param_headers;
@@ -138,6 +140,24 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
             }
         });
     }
+    let legacy = legacy_session::LegacySessions::new(
+        pool.clone(),
+        legacy_session::LegacySettings {
+            policy: args.era_policy,
+            max_sessions: args.max_legacy_sessions.max(1),
+            idle_timeout: args.legacy_session_idle_timeout,
+        },
+    );
+    spawn_legacy_sweeper(legacy.clone(), shutdown.clone());
+    {
+        // Long-lived GET streams would hold their connections until the shutdown grace ends.
+        let legacy = legacy.clone();
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            shutdown.cancelled().await;
+            legacy.close_streams();
+        });
+    }
     let handler: Arc<dyn request::Handler> = engine.clone();
     if args.stdio {
         let stdin = tokio::io::BufReader::new(tokio::io::stdin());
@@ -145,6 +165,7 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
             stdin,
             tokio::io::stdout(),
             handler,
+            Some(legacy.clone()),
             args.max_concurrent_requests,
             shutdown.clone(),
         )
@@ -166,6 +187,7 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
             body_read_timeout: args.body_read_timeout,
             max_concurrent_requests: args.max_concurrent_requests,
             shutdown_grace: args.shutdown_grace,
+            legacy: Some(legacy.clone()),
             ..front::http::HttpFrontConfig::default()
         };
         front::http::serve(listener, config, handler, shutdown.clone()).await?;
@@ -175,6 +197,7 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
         paused_calls_ended = ended,
         "stopping the legacy server lanes"
     );
+    legacy.shutdown().await;
     pool.shutdown().await;
     tracing::info!("shut down");
     Ok(())
@@ -209,6 +232,22 @@ fn spawn_store_probe(engine: Arc<engine::Engine>, shutdown: tokio_util::sync::Ca
                 _ = interval.tick() => {
                     engine.probe_store().await;
                 }
+                () = shutdown.cancelled() => return,
+            }
+        }
+    });
+}
+
+/// Ends idle legacy sessions and forgets ended ones.
+fn spawn_legacy_sweeper(
+    legacy: Arc<legacy_session::LegacySessions>,
+    shutdown: tokio_util::sync::CancellationToken,
+) {
+    tokio::spawn(async move {
+        let mut interval = tokio::time::interval(legacy.sweep_period());
+        loop {
+            tokio::select! {
+                _ = interval.tick() => legacy.sweep().await,
                 () = shutdown.cancelled() => return,
             }
         }

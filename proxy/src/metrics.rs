@@ -46,6 +46,11 @@ struct CauseLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EraLabel {
+    era: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RuleLabel {
     rule: &'static str,
 }
@@ -99,6 +104,11 @@ pub struct Metrics {
     lanes_leased: Gauge,
     lane_starts: Counter,
     lane_failures: Counter,
+    era_requests: Family<EraLabel, Counter>,
+    legacy_sessions: Gauge,
+    legacy_sessions_max: Gauge,
+    legacy_sessions_opened: Counter,
+    legacy_sessions_ended: Family<ReasonLabel, Counter>,
     /// Called before each render to refresh gauges read from elsewhere (pool, engine).
     refreshers: Mutex<Vec<Refresher>>,
 }
@@ -201,8 +211,43 @@ impl Metrics {
             "Legacy lanes found dead (child exited, session lost) and dropped; the next call starts a new one",
             lane_failures.clone(),
         );
+        let era_requests = Family::<EraLabel, Counter>::default();
+        registry.register(
+            "requests_by_era",
+            "Client requests by protocol era: `2026-07-28` (stateless, MRTR) or `legacy` (relayed in an initialize session)",
+            era_requests.clone(),
+        );
+        let legacy_sessions = Gauge::default();
+        registry.register(
+            "legacy_sessions",
+            "Legacy client sessions open (each holds its own legacy session or child process)",
+            legacy_sessions.clone(),
+        );
+        let legacy_sessions_max = Gauge::default();
+        registry.register(
+            "legacy_sessions_max",
+            "The bound on legacy client sessions (--max-legacy-sessions)",
+            legacy_sessions_max.clone(),
+        );
+        let legacy_sessions_opened = Counter::default();
+        registry.register(
+            "legacy_sessions_opened",
+            "Legacy client sessions opened (initialize relayed)",
+            legacy_sessions_opened.clone(),
+        );
+        let legacy_sessions_ended = Family::<ReasonLabel, Counter>::default();
+        registry.register(
+            "legacy_sessions_ended",
+            "Legacy client sessions ended, by reason (deleted, expired, server, shutdown)",
+            legacy_sessions_ended.clone(),
+        );
         Metrics {
             registry,
+            era_requests,
+            legacy_sessions,
+            legacy_sessions_max,
+            legacy_sessions_opened,
+            legacy_sessions_ended,
             requests,
             request_duration,
             in_flight,
@@ -232,9 +277,35 @@ impl Metrics {
         text
     }
 
-    /// A front request started (`requests_in_flight`).
+    /// A front request started (`requests_in_flight`); a 2026-07-28 one (`requests_by_era`).
     pub fn request_started(&self) {
         self.in_flight.inc();
+        self.era_request("2026-07-28");
+    }
+
+    /// A client request of an era (`2026-07-28` or `legacy`).
+    pub fn era_request(&self, era: &'static str) {
+        self.era_requests.get_or_create(&EraLabel { era }).inc();
+    }
+
+    /// The bound on legacy sessions.
+    pub fn set_legacy_sessions_max(&self, max: usize) {
+        self.legacy_sessions_max
+            .set(i64::try_from(max).unwrap_or(i64::MAX));
+    }
+
+    /// A legacy client session opened.
+    pub fn legacy_session_opened(&self) {
+        self.legacy_sessions_opened.inc();
+        self.legacy_sessions.inc();
+    }
+
+    /// A legacy client session ended (`deleted`, `expired`, `server`, `shutdown`).
+    pub fn legacy_session_ended(&self, reason: &'static str) {
+        self.legacy_sessions.dec();
+        self.legacy_sessions_ended
+            .get_or_create(&ReasonLabel { reason })
+            .inc();
     }
 
     /// A front request ended.

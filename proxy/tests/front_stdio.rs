@@ -36,6 +36,7 @@ fn start_with_limit(max_concurrent_requests: usize) -> Stdio {
         BufReader::new(server_in),
         server_out,
         handler,
+        None,
         max_concurrent_requests,
         shutdown.clone(),
     ));

@@ -3,8 +3,9 @@
 //!
 //! - Its 2026-07-28 server scenarios (`--requirements 2026-07-28`) against `mcp-mrtr-proxy` in
 //!   front of the legacy rmcp 2.2 backend `tests/conformance-server`, over each backend transport.
-//! - Its 2025-11-25 server scenarios against that backend directly: the backend is a faithful
-//!   legacy server, so a failure behind the proxy is the proxy's.
+//! - Its 2025-11-25 server scenarios against that backend directly (the backend is a faithful
+//!   legacy server, so a failure behind the proxy is the proxy's), and through the proxy over
+//!   each backend transport (legacy clients get sessions of their own, relayed).
 //!
 //! Each run is judged against its expected-failures file in `tests/conformance/` with the suite's
 //! own rules: a failure not listed fails the test, and so does a listed check that passes now.
@@ -161,36 +162,74 @@ async fn proxy_passes_the_2026_07_28_server_scenarios_over_a_stdio_backend() {
     through_the_proxy(BackendKind::Stdio).await;
 }
 
+/// The 2025-11-25 server scenarios against `url`, judged by the legacy baseline (no expected
+/// failure); the scenarios that exercise sessions and server requests must have run.
+async fn legacy_scenarios(name: &str, url: &str) {
+    let suite = Suite::install_async().await;
+    let run = suite
+        .run_server(
+            url,
+            "2025-11-25",
+            &baseline("expected-failures-2025-11-25.yml"),
+            &out_dir(name),
+            SUITE_LIMIT,
+        )
+        .await;
+    let evaluation = judge(name, &run, "expected-failures-2025-11-25.yml");
+    for scenario in [
+        "server-initialize",
+        "tools-call-sampling",
+        "tools-call-elicitation",
+        "resources-subscribe",
+    ] {
+        assert!(
+            evaluation.scores.contains_key(scenario),
+            "{scenario} did not run"
+        );
+    }
+}
+
 /// The 2025-11-25 server scenarios against the conformance backend alone (legacy Streamable
 /// HTTP, sessions): it is a faithful legacy server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_legacy_backend_passes_the_2025_11_25_server_scenarios_directly() {
     let binaries = binaries_async().await;
-    let suite = Suite::install_async().await;
+    Suite::install_async().await;
     let name = "2025-11-25-legacy-backend-direct";
     within(TEST_LIMIT, name, async {
         let server = LegacyHttpServer::start_binary(&binaries.conformance_server).await;
-        let run = suite
-            .run_server(
-                server.url(),
-                "2025-11-25",
-                &baseline("expected-failures-2025-11-25.yml"),
-                &out_dir(name),
-                SUITE_LIMIT,
-            )
-            .await;
-        let evaluation = judge(name, &run, "expected-failures-2025-11-25.yml");
-        for scenario in [
-            "server-initialize",
-            "tools-call-sampling",
-            "tools-call-elicitation",
-            "resources-subscribe",
-        ] {
-            assert!(
-                evaluation.scores.contains_key(scenario),
-                "{scenario} did not run"
-            );
-        }
+        legacy_scenarios(name, server.url()).await;
     })
     .await;
+}
+
+/// The 2025-11-25 server scenarios through the proxy: legacy clients get a session of their own,
+/// relayed to the conformance backend (over each backend transport), judged by the same baseline
+/// as the backend alone.
+async fn legacy_scenarios_through_the_proxy(kind: BackendKind) {
+    let binaries = binaries_async().await;
+    Suite::install_async().await;
+    let name = match kind {
+        BackendKind::Http => "2025-11-25-proxy-http-backend",
+        BackendKind::Stdio => "2025-11-25-proxy-stdio-backend",
+    };
+    within(TEST_LIMIT, name, async {
+        let options = ProxyOptions {
+            legacy_binary: Some(binaries.conformance_server.clone()),
+            ..ProxyOptions::default()
+        };
+        let stack = Stack::start(kind, options).await;
+        legacy_scenarios(name, stack.proxy.url()).await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_passes_the_2025_11_25_server_scenarios_over_an_http_backend() {
+    legacy_scenarios_through_the_proxy(BackendKind::Http).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_passes_the_2025_11_25_server_scenarios_over_a_stdio_backend() {
+    legacy_scenarios_through_the_proxy(BackendKind::Stdio).await;
 }

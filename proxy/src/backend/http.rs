@@ -28,7 +28,7 @@ use http::header::{HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE, HOST};
 use http::{Method, Request, StatusCode, Uri};
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::Incoming;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tracing::Instrument as _;
@@ -381,12 +381,7 @@ impl HttpShared {
     }
 
     async fn open_session_inner(self: &Arc<Self>, epoch: u64) -> Result<Initialized, BackendError> {
-        let version = super::LATEST_LEGACY_VERSION;
-        let params = json!({
-            "protocolVersion": version,
-            "capabilities": self.core.profile.legacy_capabilities(version),
-            "clientInfo": self.client_info,
-        });
+        let params = self.core.initialize_params(&self.client_info);
         let (message, call, _) = self.core.start_request("initialize", params, epoch, None)?;
         let fresh = Session {
             id: None,
@@ -469,6 +464,12 @@ impl HttpShared {
         let _serial = self.reinit.lock().await;
         let current = self.session().epoch;
         if current != epoch || self.shut.load(Ordering::SeqCst) || !self.core.is_alive() {
+            return;
+        }
+        if self.core.is_session_lane() {
+            // A legacy client's own session: it re-initializes itself once told (404).
+            tracing::info!("the legacy session expired (404): ending the client's session");
+            self.core.mark_dead();
             return;
         }
         tracing::warn!("the legacy session expired (404): re-initializing the lane");

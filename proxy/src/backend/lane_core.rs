@@ -83,6 +83,13 @@ pub(crate) struct LaneCore {
     state: Mutex<CoreState>,
     alive: AtomicBool,
     outbound: OnceLock<Box<dyn Outbound>>,
+    /// A legacy client session's own `initialize` params (`legacy_session`): sent as they are
+    /// instead of the profile's, and an expired HTTP session ends the lane instead of
+    /// re-initializing it.
+    session_init: OnceLock<Value>,
+    /// Events handed to a lease so far (queued or on their way), for a holder that must know
+    /// whether it has taken them all ([`LaneCore::lease_events_sent`]).
+    lease_events: AtomicU64,
 }
 
 impl fmt::Debug for LaneCore {
@@ -140,6 +147,39 @@ impl LaneCore {
             state: Mutex::new(CoreState::default()),
             alive: AtomicBool::new(true),
             outbound: OnceLock::new(),
+            session_init: OnceLock::new(),
+            lease_events: AtomicU64::new(0),
+        })
+    }
+
+    /// Makes this the lane of one legacy client session: `initialize` sends `params` as they
+    /// are (see [`LaneCore::initialize_params`]). Set before the lane starts.
+    pub fn set_session_init(&self, params: Value) {
+        let _ = self.session_init.set(params);
+    }
+
+    /// How many server requests and notifications were handed to a lease so far (counted before
+    /// the response that follows them is routed).
+    pub fn lease_events_sent(&self) -> u64 {
+        self.lease_events.load(Ordering::SeqCst)
+    }
+
+    /// Whether the lane belongs to one legacy client session (it never re-initializes).
+    pub fn is_session_lane(&self) -> bool {
+        self.session_init.get().is_some()
+    }
+
+    /// The `initialize` params: a legacy client's own, or the newest legacy version with the
+    /// profile's capabilities and the proxy's `client_info`.
+    pub fn initialize_params(&self, client_info: &Value) -> Value {
+        if let Some(params) = self.session_init.get() {
+            return params.clone();
+        }
+        let version = super::LATEST_LEGACY_VERSION;
+        json!({
+            "protocolVersion": version,
+            "capabilities": self.profile.legacy_capabilities(version),
+            "clientInfo": client_info,
         })
     }
 
@@ -520,6 +560,7 @@ impl LaneCore {
                         method: method.clone(),
                         params: params.clone(),
                     };
+                    self.lease_events.fetch_add(1, Ordering::SeqCst);
                     match route.events.try_send(event) {
                         Ok(()) => {
                             route.delivered.insert(value_key(&id), delivered);
@@ -597,6 +638,7 @@ impl LaneCore {
                 method: method.clone(),
                 params,
             };
+            self.lease_events.fetch_add(1, Ordering::SeqCst);
             match route.events.try_send(event) {
                 Ok(()) => return,
                 Err(mpsc::error::TrySendError::Full(_)) => {

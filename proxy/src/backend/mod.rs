@@ -40,8 +40,10 @@ use self::lane_core::LaneCore;
 pub mod http;
 pub(crate) mod http_client;
 pub(crate) mod lane_core;
+mod session_lane;
 pub(crate) mod sse;
 mod sse_lane;
+pub use session_lane::SessionLane;
 pub mod stdio;
 
 /// Which HTTP transport the legacy server speaks (`--upstream-transport`).
@@ -245,12 +247,7 @@ pub(crate) async fn handshake(
     timeout: Duration,
     send: impl Fn(Message) -> Result<(), BackendError>,
 ) -> Result<Initialized, BackendError> {
-    let version = LATEST_LEGACY_VERSION;
-    let params = serde_json::json!({
-        "protocolVersion": version,
-        "capabilities": core.profile.legacy_capabilities(version),
-        "clientInfo": client_info,
-    });
+    let params = core.initialize_params(client_info);
     let (message, call, _) = core.start_request("initialize", params, 0, None)?;
     send(message)?;
     let initialized = check_initialize(await_initialize(call, timeout).await?)?;
@@ -356,6 +353,11 @@ impl Lane {
         let progress = progress
             .ok_or_else(|| BackendError::Protocol("no progress route was registered".into()))?;
         Ok((call, progress))
+    }
+
+    /// Server requests and notifications handed to the lane's lease so far.
+    pub fn lease_events_sent(&self) -> u64 {
+        self.core().lease_events_sent()
     }
 
     /// A progress token no other call on this lane uses (a string naming the proxy and lane).
@@ -665,11 +667,40 @@ impl PoolShared {
             tracing::debug!(?wait, "waiting before starting a lane (backoff)");
             tokio::time::sleep(wait).await;
         }
+        let (started, core) = self
+            .start_lane(&|transport| self.new_core(profile, transport))
+            .await;
+        let mut state = self.state();
+        match started {
+            Ok(inner) => {
+                crate::metrics::global().lane_started();
+                state.failures = 0;
+                state.retry_at = None;
+                Ok(Arc::new(Lane { inner }))
+            }
+            Err(error) => {
+                state.failures += 1;
+                let delay = backoff(state.failures);
+                state.retry_at = Some(Instant::now() + delay);
+                core.span.in_scope(
+                    || tracing::warn!(%error, next_attempt_in = ?delay, "starting a lane failed"),
+                );
+                Err(error)
+            }
+        }
+    }
+
+    /// Starts one lane over the configured transport, its core made by `new_core(transport)`
+    /// (`--upstream-transport auto`: Streamable HTTP, else HTTP+SSE). No pool bookkeeping.
+    async fn start_lane(
+        &self,
+        new_core: &(dyn Fn(&'static str) -> Arc<LaneCore> + Sync),
+    ) -> (Result<LaneInner, BackendError>, Arc<LaneCore>) {
         let init_timeout = self.settings.request_timeout.min(MAX_INIT_TIMEOUT);
         let client_info = &self.settings.client_info;
         let (started, core) = match &self.spec {
             BackendSpec::Stdio { program, args } => {
-                let core = self.new_core(profile, "stdio");
+                let core = new_core("stdio");
                 let started = stdio::StdioLane::start(
                     Arc::clone(&core),
                     program,
@@ -687,7 +718,7 @@ impl PoolShared {
                     chosen => *chosen,
                 };
                 let start_sse = || async {
-                    let core = self.new_core(profile, "sse");
+                    let core = new_core("sse");
                     let started =
                         sse_lane::SseLane::start(Arc::clone(&core), url, client_info, init_timeout)
                             .await
@@ -697,7 +728,7 @@ impl PoolShared {
                 match transport {
                     UpstreamTransport::Sse => start_sse().await,
                     UpstreamTransport::StreamableHttp | UpstreamTransport::Auto => {
-                        let core = self.new_core(profile, "http");
+                        let core = new_core("http");
                         let started = http::HttpLane::start(
                             Arc::clone(&core),
                             url,
@@ -729,24 +760,7 @@ impl PoolShared {
         if let Ok(inner) = &started {
             self.remember_transport(inner);
         }
-        let mut state = self.state();
-        match started {
-            Ok(inner) => {
-                crate::metrics::global().lane_started();
-                state.failures = 0;
-                state.retry_at = None;
-                Ok(Arc::new(Lane { inner }))
-            }
-            Err(error) => {
-                state.failures += 1;
-                let delay = backoff(state.failures);
-                state.retry_at = Some(Instant::now() + delay);
-                core.span.in_scope(
-                    || tracing::warn!(%error, next_attempt_in = ?delay, "starting a lane failed"),
-                );
-                Err(error)
-            }
-        }
+        (started, core)
     }
 
     fn new_core(&self, profile: &CapabilityProfile, transport: &'static str) -> Arc<LaneCore> {

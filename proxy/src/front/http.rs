@@ -46,6 +46,7 @@ use tracing::Instrument as _;
 use super::validate::{self, error_response, Rejection, Validated};
 use super::SINK_CAPACITY;
 use crate::jsonrpc::{codes, ErrorObject, Message};
+use crate::legacy_session::{Era, LegacySessions};
 use crate::limits::{self, RequestGate};
 use crate::request::{FrontRequest, Handler, Outgoing, Principal, ResponseSink};
 
@@ -95,6 +96,9 @@ pub struct HttpFrontConfig {
     pub max_concurrent_requests: usize,
     /// After shutdown, how long open responses may still run before their connections are closed.
     pub shutdown_grace: Duration,
+    /// Legacy (`initialize`) client sessions on the same endpoint ([`super::http_legacy`]);
+    /// `None`: 2026-07-28 clients only.
+    pub legacy: Option<Arc<LegacySessions>>,
 }
 
 impl Default for HttpFrontConfig {
@@ -112,6 +116,7 @@ impl Default for HttpFrontConfig {
             max_headers: limits::DEFAULT_MAX_HEADERS,
             max_concurrent_requests: limits::DEFAULT_MAX_CONCURRENT_REQUESTS,
             shutdown_grace: limits::DEFAULT_SHUTDOWN_GRACE,
+            legacy: None,
         }
     }
 }
@@ -237,6 +242,14 @@ impl Front {
         }
         let path = request.uri().path();
         if path == self.config.path {
+            if let Some(legacy) = self.legacy_session_route(&request) {
+                return super::http_legacy::session_route(
+                    legacy,
+                    request,
+                    self.config.sse_keep_alive,
+                )
+                .await;
+            }
             if request.method() == Method::POST {
                 self.post(request).await
             } else {
@@ -261,6 +274,22 @@ impl Front {
         } else {
             text_response(StatusCode::NOT_FOUND, "not found\n")
         }
+    }
+
+    /// The legacy sessions, when `request` is a GET or DELETE of a legacy session (one with an
+    /// `Mcp-Session-Id`) and legacy clients are served.
+    fn legacy_session_route(&self, request: &Request<Incoming>) -> Option<&Arc<LegacySessions>> {
+        let legacy = self
+            .config
+            .legacy
+            .as_ref()
+            .filter(|legacy| legacy.policy().serves_legacy())?;
+        let session_scoped = request.method() == Method::GET || request.method() == Method::DELETE;
+        (session_scoped
+            && request
+                .headers()
+                .contains_key(crate::legacy_session::SESSION_HEADER))
+        .then_some(legacy)
     }
 
     /// DNS-rebinding protection: every `Origin` value present must be loopback or allowed.
@@ -374,6 +403,26 @@ impl Front {
             Ok(bytes) => bytes,
             Err(response) => return response,
         };
+        if let Some(legacy) = &self.config.legacy {
+            let era = if legacy.policy().serves_legacy() {
+                crate::legacy_session::era::http_post_era(&parts.headers, &bytes)
+            } else {
+                Era::Modern
+            };
+            if era == Era::Legacy {
+                return super::http_legacy::post(
+                    legacy,
+                    &parts.headers,
+                    &bytes,
+                    &self.gate,
+                    self.config.sse_keep_alive,
+                )
+                .await;
+            }
+            if !legacy.policy().serves_modern() {
+                return super::http_legacy::refuse_modern(&bytes);
+            }
+        }
         match decide_post(&parts.headers, &bytes) {
             PostDecision::Reject(rejection) => {
                 crate::metrics::global()
@@ -416,42 +465,49 @@ impl Front {
     ) -> Response<ResponseBody> {
         let id = request.id.clone();
         let span = crate::telemetry::request_span(&request, "http");
-        let (tx, mut rx) = mpsc::channel(SINK_CAPACITY);
+        let (tx, rx) = mpsc::channel(SINK_CAPACITY);
         let sink = ResponseSink::new(tx).observed(&request.method);
         start_handler(self.handler.as_ref(), request, sink, span, forwarded);
-        // Dropping this future (client gone before the first item) drops `rx`: the sink closes.
-        loop {
-            match rx.recv().await {
-                Some(Outgoing::Final {
-                    message,
-                    http_status,
-                }) => {
-                    let status = StatusCode::from_u16(http_status)
-                        .ok()
-                        .filter(|status| !status.is_informational())
-                        .unwrap_or(StatusCode::OK);
-                    return message_response(status, &message);
-                }
-                Some(Outgoing::Notification(message)) if sse_allowed => {
-                    let body = SseBody::new(
-                        sse_event(&message),
-                        rx,
-                        id,
-                        self.config.sse_keep_alive,
-                        permit,
-                    );
-                    return sse_response(body);
-                }
-                // The client accepts only `application/json`: notifications cannot be delivered.
-                Some(Outgoing::Notification(_)) => continue,
-                None => {
-                    let error = handler_gone();
-                    return json_response(
-                        StatusCode::from_u16(validate::http_status(error.code))
-                            .unwrap_or(StatusCode::OK),
-                        &error_response(Some(&id), &error),
-                    );
-                }
+        respond_from(rx, id, sse_allowed, permit, self.config.sse_keep_alive).await
+    }
+}
+
+/// Turns what a request's handler sends into its HTTP response: a final response first is a JSON
+/// response with its status; a notification first (when the client takes `text/event-stream`)
+/// opens an SSE stream that ends with the final response and holds `permit` until then.
+/// Dropping this future (client gone before the first item) drops `rx`: the sender sees it.
+pub(crate) async fn respond_from(
+    mut rx: mpsc::Receiver<Outgoing>,
+    id: Value,
+    sse_allowed: bool,
+    permit: OwnedSemaphorePermit,
+    keep_alive: Option<Duration>,
+) -> Response<ResponseBody> {
+    loop {
+        match rx.recv().await {
+            Some(Outgoing::Final {
+                message,
+                http_status,
+            }) => {
+                let status = StatusCode::from_u16(http_status)
+                    .ok()
+                    .filter(|status| !status.is_informational())
+                    .unwrap_or(StatusCode::OK);
+                return message_response(status, &message);
+            }
+            Some(Outgoing::Notification(message)) if sse_allowed => {
+                let body = SseBody::new(sse_event(&message), rx, id, keep_alive, permit);
+                return sse_response(body);
+            }
+            // The client accepts only `application/json`: notifications cannot be delivered.
+            Some(Outgoing::Notification(_)) => continue,
+            None => {
+                let error = handler_gone();
+                return json_response(
+                    StatusCode::from_u16(validate::http_status(error.code))
+                        .unwrap_or(StatusCode::OK),
+                    &error_response(Some(&id), &error),
+                );
             }
         }
     }
@@ -606,11 +662,11 @@ fn origin_host(origin: &str) -> Option<String> {
     (!host.is_empty()).then(|| host.to_ascii_lowercase())
 }
 
-fn sse_event(message: &Message) -> Bytes {
+pub(crate) fn sse_event(message: &Message) -> Bytes {
     Bytes::from(format!("event: message\ndata: {}\n\n", message.to_line()))
 }
 
-fn json_response(status: StatusCode, value: &Value) -> Response<ResponseBody> {
+pub(crate) fn json_response(status: StatusCode, value: &Value) -> Response<ResponseBody> {
     let mut response = Response::new(Full::new(Bytes::from(value.to_string())).boxed_unsync());
     *response.status_mut() = status;
     response.headers_mut().insert(
@@ -631,7 +687,7 @@ fn metrics_response() -> Response<ResponseBody> {
 }
 
 /// A final response, serialised straight from the message.
-fn message_response(status: StatusCode, message: &Message) -> Response<ResponseBody> {
+pub(crate) fn message_response(status: StatusCode, message: &Message) -> Response<ResponseBody> {
     let mut response = Response::new(Full::new(Bytes::from(message.to_vec())).boxed_unsync());
     *response.status_mut() = status;
     response.headers_mut().insert(
@@ -647,7 +703,7 @@ fn rejection_response(rejection: &Rejection) -> Response<ResponseBody> {
 }
 
 /// 503 with `Retry-After` and a JSON-RPC error: too many requests in flight.
-fn overloaded(id: &Value, gate: &RequestGate) -> Response<ResponseBody> {
+pub(crate) fn overloaded(id: &Value, gate: &RequestGate) -> Response<ResponseBody> {
     let mut response = json_response(
         StatusCode::SERVICE_UNAVAILABLE,
         &error_response(Some(id), &gate.overload_error()),
@@ -708,7 +764,7 @@ fn text_response(status: StatusCode, text: &'static str) -> Response<ResponseBod
     response
 }
 
-fn empty_response(status: StatusCode) -> Response<ResponseBody> {
+pub(crate) fn empty_response(status: StatusCode) -> Response<ResponseBody> {
     let mut response = Response::new(Empty::new().boxed_unsync());
     *response.status_mut() = status;
     response
@@ -722,7 +778,9 @@ fn method_not_allowed(allow: &'static str) -> Response<ResponseBody> {
     response
 }
 
-fn sse_response(body: SseBody) -> Response<ResponseBody> {
+pub(crate) fn sse_response(
+    body: impl Body<Data = Bytes, Error = Infallible> + Send + 'static,
+) -> Response<ResponseBody> {
     let mut response = Response::new(body.boxed_unsync());
     let headers = response.headers_mut();
     headers.insert(
@@ -734,6 +792,36 @@ fn sse_response(body: SseBody) -> Response<ResponseBody> {
     response
 }
 
+/// The SSE comment (`:`) sent after a period of silence on a stream (`None`: never).
+pub(crate) struct KeepAlive(Option<(Duration, Pin<Box<tokio::time::Sleep>>)>);
+
+impl KeepAlive {
+    pub(crate) fn new(period: Option<Duration>) -> Self {
+        KeepAlive(period.map(|period| (period, Box::pin(tokio::time::sleep(period)))))
+    }
+
+    /// Something was sent: the silence starts again.
+    pub(crate) fn reset(&mut self) {
+        if let Some((period, sleep)) = &mut self.0 {
+            sleep.as_mut().reset(tokio::time::Instant::now() + *period);
+        }
+    }
+
+    /// The comment frame when the silence lasted a period (registers the waker otherwise).
+    pub(crate) fn poll_comment(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        if let Some((_, sleep)) = &mut self.0 {
+            if sleep.as_mut().poll(cx).is_ready() {
+                self.reset();
+                return Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(b":\n\n")))));
+            }
+        }
+        Poll::Pending
+    }
+}
+
 /// An SSE response body: it owns the request's receiver, so dropping the response (client gone)
 /// closes the engine's sink. Ends after the final response; a handler that drops its sink
 /// without one gets a `-32603` error event. Holds the request's concurrency permit.
@@ -741,7 +829,7 @@ struct SseBody {
     first: Option<Bytes>,
     rx: mpsc::Receiver<Outgoing>,
     id: Value,
-    keep_alive: Option<(Duration, Pin<Box<tokio::time::Sleep>>)>,
+    keep_alive: KeepAlive,
     done: bool,
     permit: Option<OwnedSemaphorePermit>,
 }
@@ -758,20 +846,14 @@ impl SseBody {
             first: Some(first),
             rx,
             id,
-            keep_alive: keep_alive.map(|period| (period, Box::pin(tokio::time::sleep(period)))),
+            keep_alive: KeepAlive::new(keep_alive),
             done: false,
             permit: Some(permit),
         }
     }
 
-    fn reset_keep_alive(&mut self) {
-        if let Some((period, sleep)) = &mut self.keep_alive {
-            sleep.as_mut().reset(tokio::time::Instant::now() + *period);
-        }
-    }
-
     fn data(&mut self, bytes: Bytes) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        self.reset_keep_alive();
+        self.keep_alive.reset();
         Poll::Ready(Some(Ok(Frame::data(bytes))))
     }
 }
@@ -804,15 +886,7 @@ impl Body for SseBody {
                 let error = Message::response(this.id.clone(), Err(handler_gone()));
                 this.data(sse_event(&error))
             }
-            Poll::Pending => {
-                if let Some((period, sleep)) = &mut this.keep_alive {
-                    if sleep.as_mut().poll(cx).is_ready() {
-                        sleep.as_mut().reset(tokio::time::Instant::now() + *period);
-                        return Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(b":\n\n")))));
-                    }
-                }
-                Poll::Pending
-            }
+            Poll::Pending => this.keep_alive.poll_comment(cx),
         }
     }
 

@@ -7,7 +7,9 @@
 //! [`ResponseSink`](crate::request::ResponseSink) until the final response.
 
 pub mod http;
+mod http_legacy;
 pub mod stdio;
+mod stdio_legacy;
 pub mod validate;
 
 #[cfg(doc)]

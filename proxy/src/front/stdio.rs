@@ -29,6 +29,7 @@ use super::http::{handler_gone, start_handler};
 use super::validate::{self, error_response, Rejection, Validated};
 use super::SINK_CAPACITY;
 use crate::jsonrpc::{codes, ErrorObject, Message, ParseError};
+use crate::legacy_session::{era, Era, EraPolicy, LegacySessions};
 use crate::limits::RequestGate;
 use crate::request::{Handler, Outgoing, Principal, ResponseSink};
 
@@ -44,6 +45,7 @@ pub async fn serve_stdio<R, W>(
     mut reader: R,
     writer: W,
     handler: Arc<dyn Handler>,
+    legacy: Option<Arc<LegacySessions>>,
     max_concurrent_requests: usize,
     shutdown: CancellationToken,
 ) -> std::io::Result<()>
@@ -60,6 +62,10 @@ where
     let forwarders = TaskTracker::new();
     let mut generation = 0u64;
     let mut buffer = Vec::new();
+    // The first message decides the era for the whole process.
+    let legacy =
+        legacy.filter(|legacy| legacy.policy().serves_legacy() || !legacy.policy().serves_modern());
+    let mut first = true;
 
     let read_result = loop {
         let line = tokio::select! {
@@ -89,6 +95,35 @@ where
                         Some(rejection.to_value())
                     }
                     Ok(message) => {
+                        if let Some(legacy) = &legacy {
+                            let opening = std::mem::take(&mut first);
+                            if opening
+                                && legacy.policy().serves_legacy()
+                                && era::first_message_era(&message) == Era::Legacy
+                            {
+                                break super::stdio_legacy::serve(
+                                    legacy,
+                                    message,
+                                    &mut reader,
+                                    &mut buffer,
+                                    &lines,
+                                    &stop,
+                                )
+                                .await;
+                            }
+                            if !legacy.policy().serves_modern() {
+                                crate::metrics::global().rejection("era_policy");
+                                let id = match &message {
+                                    Message::Request { id, .. } => Some(id),
+                                    _ => None,
+                                };
+                                let refusal = error_response(id, &EraPolicy::modern_refusal());
+                                if lines.send(line_of(&refusal)).await.is_err() {
+                                    break Ok(());
+                                }
+                                continue;
+                            }
+                        }
                         let context = Context {
                             handler: handler.as_ref(),
                             lines: &lines,
@@ -149,7 +184,7 @@ fn id_key(id: &Value) -> String {
     id.to_string()
 }
 
-fn line_of(value: &Value) -> String {
+pub(super) fn line_of(value: &Value) -> String {
     let mut line = value.to_string();
     line.push('\n');
     line

@@ -1,7 +1,8 @@
 //! Running an installer (npm, python -m venv, pip) to completion with its output kept for the
-//! error message.
+//! error message, and npm installs into a folder of their own.
 
 use std::io::Read;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -60,4 +61,76 @@ pub fn run_captured(command: &mut Command, limit: Duration) -> Result<(), RunErr
         stdout,
         stderr,
     })
+}
+
+/// Installs `packages` with npm (`NPM` or `npm` on PATH) into `dir`, unless `installed(dir)`
+/// accepts what is there already, and returns what `installed` makes of the result. npm installs
+/// into a sibling staging folder that is renamed into place, so a concurrent test process never
+/// sees a half-installed tree; if another process installed meanwhile, its tree is kept. `who`
+/// names what needs the packages in error messages. Blocking.
+pub fn npm_install_into<T>(
+    dir: &Path,
+    packages: &[String],
+    who: &str,
+    installed: impl Fn(&Path) -> Result<T, String>,
+) -> Result<T, String> {
+    if let Ok(ready) = installed(dir) {
+        return Ok(ready);
+    }
+    let parent = dir
+        .parent()
+        .ok_or_else(|| format!("{} has no parent", dir.display()))?;
+    std::fs::create_dir_all(parent)
+        .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    let name = dir.file_name().unwrap_or_default().to_string_lossy();
+    let staging = parent.join(format!("{name}.installing-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&staging);
+    std::fs::create_dir_all(&staging)
+        .map_err(|e| format!("cannot create {}: {e}", staging.display()))?;
+    let npm = std::env::var_os("NPM").unwrap_or_else(|| "npm".into());
+    let mut npm_install = Command::new(&npm);
+    npm_install
+        .args(["install", "--no-audit", "--no-fund", "--prefix"])
+        .arg(&staging)
+        .args(packages);
+    let listed = packages.join(" ");
+    match run_captured(&mut npm_install, Duration::from_secs(600)) {
+        Ok(()) => {}
+        Err(RunError::Spawn(e)) => {
+            return Err(format!(
+                "{who} needs npm (Node's package manager) on PATH to install {listed}, but \
+                 {npm:?} cannot run: {e}"
+            ))
+        }
+        Err(RunError::Failed {
+            why,
+            stdout,
+            stderr,
+        }) => {
+            let _ = std::fs::remove_dir_all(&staging);
+            return Err(format!(
+                "`npm install {listed}` failed ({why}); {who} cannot run without them (is the \
+                 npm registry reachable?)\n--- npm stdout ---\n{stdout}\n--- npm stderr ---\n{stderr}"
+            ));
+        }
+    }
+    if let Err(why) = installed(&staging) {
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(format!(
+            "npm install succeeded but left no usable tree: {why}"
+        ));
+    }
+    // Replace whatever was there (another version, or a broken tree).
+    if installed(dir).is_err() {
+        let _ = std::fs::remove_dir_all(dir);
+        if std::fs::rename(&staging, dir).is_err() && installed(dir).is_err() {
+            return Err(format!(
+                "cannot move {} to {}",
+                staging.display(),
+                dir.display()
+            ));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&staging);
+    installed(dir)
 }

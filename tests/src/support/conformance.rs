@@ -9,7 +9,7 @@
 //! - [`Baseline`] and [`evaluate`]: which failures are expected, which are not, which baseline
 //!   entries are stale (their check passes now), and a score table.
 
-use super::command::{run_captured, RunError};
+use super::command::npm_install_into;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -28,8 +28,6 @@ pub const SUITE_PACKAGE: &str = "@modelcontextprotocol/conformance";
 pub const SUITE_VERSION: &str = "0.2.0-alpha.12";
 /// The suite needs Node >= 22 (it imports `fs.globSync`); the npm package `node@22` ships one.
 pub const NODE_MAJOR: &str = "22";
-/// How long `npm install` may take.
-const INSTALL_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// An installed suite: the Node binary and the suite's entry point.
 #[derive(Debug, Clone)]
@@ -148,70 +146,15 @@ impl Suite {
 /// Runs `npm install` into a fresh sibling directory of `dir` and renames it into place, so that
 /// a concurrent test process never sees a half-installed tree.
 fn install_into(dir: &Path) -> Result<Suite, String> {
-    if let Ok(suite) = Suite::installed_in(dir) {
-        return Ok(suite);
-    }
-    let parent = dir
-        .parent()
-        .ok_or_else(|| format!("{} has no parent", dir.display()))?;
-    std::fs::create_dir_all(parent)
-        .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
-    let staging = parent.join(format!(
-        "conformance-node.installing-{}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&staging);
-    std::fs::create_dir_all(&staging)
-        .map_err(|e| format!("cannot create {}: {e}", staging.display()))?;
-    let npm = std::env::var_os("NPM").unwrap_or_else(|| "npm".into());
-    let mut npm_install = Command::new(&npm);
-    npm_install
-        .args(["install", "--no-audit", "--no-fund", "--prefix"])
-        .arg(&staging)
-        .arg(format!("node@{NODE_MAJOR}"))
-        .arg(format!("{SUITE_PACKAGE}@{SUITE_VERSION}"));
-    match run_captured(&mut npm_install, INSTALL_TIMEOUT) {
-        Ok(()) => {}
-        Err(RunError::Spawn(e)) => {
-            return Err(format!(
-                "the conformance test needs npm (Node's package manager) on PATH to install \
-                 node@{NODE_MAJOR} and {SUITE_PACKAGE}@{SUITE_VERSION}, but {npm:?} cannot run: {e}"
-            ))
-        }
-        Err(RunError::Failed {
-            why,
-            stdout,
-            stderr,
-        }) => {
-            let _ = std::fs::remove_dir_all(&staging);
-            return Err(format!(
-                "`npm install node@{NODE_MAJOR} {SUITE_PACKAGE}@{SUITE_VERSION}` failed ({why}); the \
-                 conformance test cannot run without them (is the npm registry reachable?)\n\
-                 --- npm stdout ---\n{stdout}\n--- npm stderr ---\n{stderr}"
-            ));
-        }
-    }
-    let installed = Suite::installed_in(&staging);
-    if let Err(why) = installed {
-        let _ = std::fs::remove_dir_all(&staging);
-        return Err(format!(
-            "npm install succeeded but left no usable suite: {why}"
-        ));
-    }
-    // Replace whatever was there (another version, or a broken tree); if another process
-    // installed meanwhile, keep its tree.
-    if Suite::installed_in(dir).is_err() {
-        let _ = std::fs::remove_dir_all(dir);
-        if std::fs::rename(&staging, dir).is_err() && Suite::installed_in(dir).is_err() {
-            return Err(format!(
-                "cannot move {} to {}",
-                staging.display(),
-                dir.display()
-            ));
-        }
-    }
-    let _ = std::fs::remove_dir_all(&staging);
-    Suite::installed_in(dir)
+    npm_install_into(
+        dir,
+        &[
+            format!("node@{NODE_MAJOR}"),
+            format!("{SUITE_PACKAGE}@{SUITE_VERSION}"),
+        ],
+        "the conformance test",
+        Suite::installed_in,
+    )
 }
 
 /// Status of one check, as the suite writes it.

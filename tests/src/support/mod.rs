@@ -7,6 +7,7 @@
 //!   [`ScriptedHandler`] answers input requests from a [`Script`] and records what it was asked;
 //! - [`RawClient`]: hand-built 2026-07-28 HTTP requests (JSON or SSE responses);
 //! - [`SpecSchema`]: validation against the 2026-07-28 `schema.json` (`$defs` by name);
+//! - [`legacy_clients`]: legacy clients on the official Python and TypeScript SDKs 1.x;
 //! - [`conformance`]: the official conformance suite (install, run, judge against a baseline);
 //! - [`RedisServer`]: a real `redis-server` on a free loopback port (the Redis pause store).
 
@@ -14,6 +15,7 @@ mod build;
 pub mod command;
 pub mod conformance;
 pub mod isolation;
+pub mod legacy_clients;
 mod modern;
 mod process;
 pub mod python;
@@ -27,6 +29,7 @@ use std::time::Duration;
 
 pub use build::{binaries, binaries_async, target_dir, Binaries};
 pub use isolation::assert_concurrent_clients_are_isolated;
+pub use legacy_clients::{LegacyReport, LegacyRun, LegacySdk, LegacyTarget};
 pub use modern::{default_capabilities, tool_params, tool_text, ModernClient, ScriptedHandler};
 pub use process::{
     is_alive, metric, Backend, BackendKind, LegacyHttpServer, Proxy, ProxyOptions, Stack,
