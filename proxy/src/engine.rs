@@ -25,6 +25,7 @@ use crate::front::{FrontRequest, Handler, ResponseSink};
 use crate::jsonrpc::{codes, ErrorObject, Message, RawResult, Reply};
 use crate::limits::{self, CallLimits, StoreHealth};
 use crate::param_headers::{ToolHeaderIndex, ToolHeaders};
+use crate::refusals;
 use crate::state::{now_ms, params_digest, Claims, PauseId, Sealer};
 use crate::store::{ClaimError, PauseRecord, PauseStatus, PauseStore};
 use crate::subscriptions::{ListenFilter, ResourceSubscriptions};
@@ -821,35 +822,15 @@ impl Engine {
             Err(error) => {
                 crate::metrics::global().rejection(state_rejection_reason(&error));
                 info!(reason = error.reason(), method = %request.method, "rejected requestState");
-                sink.finish(
-                    request.id,
-                    Err(invalid_params(format!("invalid requestState: {error}"))),
-                )
-                .await;
+                sink.finish(request.id, Err(refusals::state_refusal(&error)))
+                    .await;
                 return;
             }
         };
         if let Err(error) = self.store.claim(&claims.pause_id, now_ms()) {
             crate::metrics::global().rejection(claim_rejection_reason(&error));
-            let (code, message) = match &error {
-                // The state is authentic (it opened with our key), so the pause existed: its
-                // record went with a crash before sled's periodic flush, or was pruned.
-                ClaimError::Unknown => (
-                    codes::INTERNAL_ERROR,
-                    "the paused call was lost: this proxy has no record of it any more (it restarted, or the record was pruned); send the original request again without requestState".to_owned(),
-                ),
-                ClaimError::Lost => (
-                    codes::INTERNAL_ERROR,
-                    format!("the paused call was lost: {error}"),
-                ),
-                ClaimError::Store(_) => (codes::INTERNAL_ERROR, error.to_string()),
-                _ => (
-                    codes::INVALID_PARAMS,
-                    format!("invalid requestState: {error}"),
-                ),
-            };
             info!(pause = %claims.pause_id, %error, "refused retry");
-            sink.finish(request.id, Err(ErrorObject::new(code, message)))
+            sink.finish(request.id, Err(refusals::claim_refusal(&error)))
                 .await;
             return;
         }
@@ -861,13 +842,7 @@ impl Engine {
         let Some(mut live) = live else {
             crate::metrics::global().rejection("state_lost");
             let _ = self.store.set_status(&claims.pause_id, PauseStatus::Lost);
-            sink.finish(
-                request.id,
-                Err(internal(
-                    "the paused call was lost: its legacy session is gone (the backend exited or the proxy restarted)",
-                )),
-            )
-            .await;
+            sink.finish(request.id, Err(refusals::session_gone())).await;
             return;
         };
         let _ = self
@@ -877,13 +852,8 @@ impl Engine {
         let mut responses = input_responses(&request.params);
         let round_keys: HashSet<String> = live.pending.keys().cloned().collect();
         if let Err(error) = self.deliver(&mut live, &responses).await {
-            sink.finish(
-                request.id,
-                Err(internal(format!(
-                    "the paused call was lost: the legacy server is gone ({error})"
-                ))),
-            )
-            .await;
+            sink.finish(request.id, Err(refusals::lost_call(&error)))
+                .await;
             return;
         }
         // The answers to nothing asked yet may answer what the legacy server asks next.
@@ -1020,8 +990,8 @@ impl Engine {
                     // A call that was paused and whose legacy side is gone is a lost pause,
                     // whether the retry noticed the dead backend before or after delivering.
                     let outcome = match response {
-                        Ok(Err(error)) if live.round > 0 => Err(lost_call(&error)),
-                        Err(_) if live.round > 0 => Err(lost_call(&BackendError::Crashed)),
+                        Ok(Err(error)) if live.round > 0 => Err(refusals::lost_call(&error)),
+                        Err(_) if live.round > 0 => Err(refusals::lost_call(&BackendError::Crashed)),
                         response => flatten(response),
                     };
                     if let Err(error) = &outcome {
@@ -1493,11 +1463,6 @@ type LegacyOutcome = Result<
     Result<Result<Reply, ErrorObject>, BackendError>,
     tokio::sync::oneshot::error::RecvError,
 >;
-
-/// The error of a paused call whose legacy side went away after the pause.
-fn lost_call(error: &BackendError) -> ErrorObject {
-    internal(format!("the paused call was lost: {error}"))
-}
 
 fn flatten(response: LegacyOutcome) -> Result<Reply, ErrorObject> {
     match response {

@@ -7,6 +7,7 @@
 //! - [`backend`]: lanes (legacy sessions / child processes), the lane pool, legacy transports;
 //! - [`state`]: sealing and opening `requestState`;
 //! - [`store`]: the sled pause store;
+//! - [`refusals`]: the errors a retry gets when its `requestState` cannot resume a pause;
 //! - [`capabilities`]: client capability profiles;
 //! - [`jsonrpc`]: JSON-RPC messages and error codes;
 //! - [`config`]: flags and the TOML config file;
@@ -27,6 +28,7 @@ pub mod jsonrpc;
 pub mod limits;
 pub mod metrics;
 pub mod param_headers;
+pub mod refusals;
 pub mod state;
 pub mod store;
 pub mod subscriptions;
