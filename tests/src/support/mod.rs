@@ -7,7 +7,8 @@
 //!   [`ScriptedHandler`] answers input requests from a [`Script`] and records what it was asked;
 //! - [`RawClient`]: hand-built 2026-07-28 HTTP requests (JSON or SSE responses);
 //! - [`SpecSchema`]: validation against the 2026-07-28 `schema.json` (`$defs` by name);
-//! - [`conformance`]: the official conformance suite (install, run, judge against a baseline).
+//! - [`conformance`]: the official conformance suite (install, run, judge against a baseline);
+//! - [`sdk_servers`]: legacy servers on the Python and TypeScript SDKs (installed once per run).
 
 mod build;
 pub mod command;
@@ -19,6 +20,7 @@ pub mod python;
 mod raw;
 mod schema;
 mod script;
+pub mod sdk_servers;
 
 use std::future::Future;
 use std::time::Duration;
