@@ -157,6 +157,12 @@ pub fn tools() -> Vec<Value> {
             "Asks the user something mid-call (elicitation)",
         ),
         plain("test_logging_tool", "Logs a message mid-call"),
+        // The proxy's end-to-end flows (tests/tests/proxy_sdk_flows.rs).
+        plain(
+            "test_url_elicitation",
+            "Sends the user to a URL (URL-mode elicitation) mid-call",
+        ),
+        plain("test_cancellable", "Runs for 5 s unless cancelled"),
         plain(
             "test_trigger_tool_change",
             "Announces a tool list change (notifications/tools/list_changed)",

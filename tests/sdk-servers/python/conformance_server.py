@@ -367,6 +367,32 @@ async def test_logging_tool(ctx: Context) -> list[types.ContentBlock]:
     return text("Logging evaluated")
 
 
+# ---- The proxy's end-to-end flows (tests/tests/proxy_sdk_flows.rs) ----
+
+
+@tool(description="Sends the user to a URL (URL-mode elicitation) mid-call")
+async def test_url_elicitation(ctx: Context) -> list[types.ContentBlock]:
+    params = types.ElicitRequestURLParams(
+        message="Open the link to continue",
+        url="https://example.com/consent",
+        elicitationId="consent-1",
+        _meta=hinted("consent"),
+    )
+    reply = await ctx.session.send_request(
+        types.ServerRequest(types.ElicitRequest(params=params)),
+        types.ElicitResult,
+        metadata=ServerMessageMetadata(related_request_id=ctx.request_id),
+    )
+    return text(f"URL elicitation: {reply.action}")
+
+
+@tool(description="Runs for 5 s unless cancelled")
+async def test_cancellable() -> list[types.ContentBlock]:
+    for _ in range(100):
+        await asyncio.sleep(0.05)
+    return text("not cancelled")
+
+
 @tool(description="Announces a tool list change (notifications/tools/list_changed)")
 async def test_trigger_tool_change(ctx: Context) -> list[types.ContentBlock]:
     await ctx.session.send_tool_list_changed()

@@ -136,6 +136,8 @@ const TOOLS = [
   plain("test_missing_capability", "Needs the client's LLM (sampling)"),
   plain("test_streaming_elicitation", "Asks the user something mid-call (elicitation)"),
   plain("test_logging_tool", "Logs a message mid-call"),
+  plain("test_url_elicitation", "Sends the user to a URL (URL-mode elicitation) mid-call"),
+  plain("test_cancellable", "Runs for 5 s unless cancelled"),
   plain("test_trigger_tool_change", "Announces a tool list change (notifications/tools/list_changed)"),
   plain("test_trigger_prompt_change", "Announces a prompt list change (notifications/prompts/list_changed)"),
 ];
@@ -289,6 +291,26 @@ function pushTools(server) {
     test_logging_tool: async (_args, extra) => {
       await log(extra, "Diagnostic trace logging activated");
       return text("Logging evaluated");
+    },
+    test_url_elicitation: async (_args, extra) => {
+      const reply = await extra.sendRequest(
+        {
+          method: "elicitation/create",
+          params: {
+            mode: "url",
+            message: "Open the link to continue",
+            url: "https://example.com/consent",
+            elicitationId: "consent-1",
+            ...hinted("consent"),
+          },
+        },
+        ElicitResultSchema,
+      );
+      return text(`URL elicitation: ${reply.action}`);
+    },
+    test_cancellable: async (_args, extra) => {
+      for (let i = 0; i < 100 && !extra.signal.aborted; i++) await sleep(50);
+      return text(extra.signal.aborted ? "cancelled" : "not cancelled");
     },
     test_trigger_tool_change: async () => {
       await server.sendToolListChanged();
