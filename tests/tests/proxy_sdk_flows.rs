@@ -219,32 +219,14 @@ async fn progress(raw: &RawClient, what: &str) {
 /// (`notifications/cancelled` delivered to the legacy server), and the next call is served.
 async fn cancellation(stack: &Stack, raw: &RawClient, what: &str) {
     let request = raw.tool_request("test_cancellable", json!({}));
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_millis(500))
-        .build()
-        .unwrap();
-    let mut builder = client.post(raw.url()).json(&request.body);
-    for (name, value) in &request.headers {
-        builder = builder.header(name.as_str(), value.as_str());
-    }
-    let outcome = async { builder.send().await?.text().await }.await;
+    let outcome = raw
+        .give_up_after(&request, Duration::from_millis(500))
+        .await;
     assert!(
         outcome.is_err(),
         "{what}: test_cancellable finished early: {outcome:?}"
     );
-    let delivered = |lines: &[String]| {
-        lines.iter().any(|line| {
-            line.contains("cancelled the legacy call") && line.contains("delivered=true")
-        })
-    };
-    let mut cancelled = false;
-    for _ in 0..50 {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        if delivered(&stack.proxy.log_lines()) {
-            cancelled = true;
-            break;
-        }
-    }
+    let cancelled = stack.proxy.logs_delivered_cancellation().await;
     assert!(cancelled, "{what}: {:#?}", stack.proxy.log_lines());
     form_elicitation(raw, &format!("{what}, after the cancellation")).await;
 }

@@ -181,6 +181,11 @@ async def test_tool_with_progress(ctx: Context) -> list[types.ContentBlock]:
     return text("no progress token" if token is None else str(token))
 
 
+@tool(description="Returns the text unchanged")
+def echo(text: str) -> list[types.ContentBlock]:
+    return [types.TextContent(type="text", text=text)]
+
+
 @tool(description="Greets someone by name")
 def greet(name: str) -> list[types.ContentBlock]:
     return text(f"Hello, {name}!")

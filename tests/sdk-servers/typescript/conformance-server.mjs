@@ -89,6 +89,11 @@ const TOOLS = [
   plain("test_tool_with_logging", "Tests tool that emits log messages during execution"),
   plain("test_tool_with_progress", "Tests tool that reports progress notifications"),
   {
+    name: "echo",
+    description: "Returns the text unchanged",
+    inputSchema: { type: "object", properties: { text: { type: "string" } }, required: ["text"] },
+  },
+  {
     name: "greet",
     description: "Greets someone by name",
     inputSchema: { type: "object", properties: { name: { type: "string" } }, required: ["name"] },
@@ -164,6 +169,7 @@ const STATIC_RESULTS = {
     text(
       "Reconnection test completed successfully. If you received this, the client properly reconnected after stream closure.",
     ),
+  echo: (args) => text(String(args.text ?? "")),
   greet: (args) => text(`Hello, ${args.name ?? "World"}!`),
   test_header_param: (args) => text(`region: ${args.region ?? ""}`),
   json_schema_2020_12_tool: (args) => text(`JSON Schema 2020-12 tool called with: ${JSON.stringify(args)}`),

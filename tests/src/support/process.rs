@@ -366,6 +366,20 @@ impl Proxy {
         self.logs.snapshot()
     }
 
+    /// Whether the proxy logged that it cancelled a legacy call and the cancellation reached the
+    /// legacy server, within 5 s.
+    pub async fn logs_delivered_cancellation(&self) -> bool {
+        for _ in 0..50 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if self.log_lines().iter().any(|line| {
+                line.contains("cancelled the legacy call") && line.contains("delivered=true")
+            }) {
+                return true;
+            }
+        }
+        false
+    }
+
     pub fn healthz_url(&self) -> String {
         let base = self.url.strip_suffix("/mcp").unwrap_or(&self.url);
         format!("{base}/healthz")
