@@ -9,6 +9,7 @@
 //! - [`request`]: the request types shared by the fronts and the engine;
 //! - [`store`]: the pause store (trait; sled);
 //! - [`cluster`]: retries passed between instances sharing a Redis store;
+//! - [`refusals`]: the errors a retry gets when its `requestState` cannot resume a pause;
 //! - [`capabilities`]: client capability profiles;
 //! - [`legacy_session`]: legacy (`initialize`) client sessions, relayed to their own lanes;
 //! - [`jsonrpc`]: JSON-RPC messages and error codes;
@@ -32,6 +33,7 @@ pub mod legacy_session;
 pub mod limits;
 pub mod metrics;
 pub mod param_headers;
+pub mod refusals;
 pub mod request;
 pub mod state;
 pub mod store;

@@ -1,6 +1,7 @@
 //! `mcp-mrtr-proxy`: see the README. Exit codes: 0 after a clean shutdown, 2 for usage and
 //! start-up errors (bad flags, unusable store or key, listen address taken).
 
+use mcp_mrtr_proxy::backend::child_guard;
 use mcp_mrtr_proxy::config;
 
 // jemalloc: glibc malloc was about a fifth of the proxy's instructions per call; jemalloc cuts
@@ -12,7 +13,13 @@ use mcp_mrtr_proxy::config;
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> std::process::ExitCode {
-    let args = match config::load(std::env::args_os(), std::env::var_os(config::CONFIG_ENV)) {
+    // A legacy stdio child on its way to `exec` (backend/child_guard.rs): nothing else runs.
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(code) = child_guard::trampoline_main(&argv) {
+        return code;
+    }
+    child_guard::enable();
+    let args = match config::load(argv, std::env::var_os(config::CONFIG_ENV)) {
         Ok(args) => args,
         Err(config::LoadError::Cli(error)) => error.exit(),
         Err(config::LoadError::File(message)) => {

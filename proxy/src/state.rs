@@ -390,8 +390,8 @@ fn canonical_string(hasher: &mut Sha256, text: &str) {
 // ---------------------------------------------------------------------------------------------
 // Errors
 
-/// Why a `requestState` was refused. The messages are meant for the client (they end up in the
-/// JSON-RPC error) and never reveal what the state contains.
+/// Why a `requestState` was refused. Each message is the complete text the client gets in the
+/// JSON-RPC error (nothing is prefixed to it) and never reveals what the state contains.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum StateError {
     /// Not a state of this proxy's format: wrong prefix, bad base64, wrong length, too long.
@@ -406,13 +406,13 @@ pub enum StateError {
     #[error("requestState has expired; send the original request again without inputResponses and requestState")]
     Expired,
     /// Presented by another caller than the one it was issued to.
-    #[error("requestState was issued to a different caller")]
+    #[error("invalid requestState: it was issued to a different caller")]
     WrongPrincipal,
     /// Presented on another method than the one it was issued for.
-    #[error("requestState was issued for a different method")]
+    #[error("invalid requestState: it was issued for a different method")]
     WrongMethod,
     /// Presented with other params (`name`, `uri`, `arguments`, ...) than the original request's.
-    #[error("requestState does not match this request's params; a retry must repeat the original params (name, uri, arguments)")]
+    #[error("invalid requestState: it does not match this request's params; a retry must repeat the original params (name, uri, arguments)")]
     WrongParams,
 }
 

@@ -103,11 +103,15 @@ struct Args {
     timeout: Duration,
     /// `label=PID` processes whose CPU time is sampled over the measured window.
     cpu_pids: Vec<(String, u32)>,
+    /// `--rate N`: calls per second over all connections, evenly paced per connection (a
+    /// connection behind schedule sends at once); `None`: back to back (closed loop).
+    rate: Option<f64>,
 }
 
 const USAGE: &str = "usage: proxy_load --mode direct|direct-elicit|proxy|mrtr --url URL[,URL...] \
 [--retry-url URL[,URL...]] \
-[--connections N] [--duration 10s] [--warmup 2s] [--timeout 10s] [--cpu-pid LABEL=PID]...";
+[--connections N] [--duration 10s] [--warmup 2s] [--timeout 10s] [--rate CALLS_PER_S] \
+[--cpu-pid LABEL=PID]...";
 
 /// `10s`, `500ms`, `1.5s`, `2m`, or a bare number of seconds.
 fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -138,6 +142,7 @@ fn parse_args() -> Result<Args, String> {
     let mut warmup = Duration::from_secs(2);
     let mut timeout = Duration::from_secs(10);
     let mut cpu_pids = Vec::new();
+    let mut rate = None;
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         if flag == "-h" || flag == "--help" {
@@ -160,6 +165,15 @@ fn parse_args() -> Result<Args, String> {
             "--duration" => duration = parse_duration(&value)?,
             "--warmup" => warmup = parse_duration(&value)?,
             "--timeout" => timeout = parse_duration(&value)?,
+            "--rate" => {
+                rate = Some(
+                    value
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|r| r.is_finite() && *r > 0.0)
+                        .ok_or_else(|| format!("bad --rate `{value}`"))?,
+                );
+            }
             "--cpu-pid" => {
                 let parsed = value
                     .split_once('=')
@@ -187,6 +201,7 @@ fn parse_args() -> Result<Args, String> {
         warmup,
         timeout,
         cpu_pids,
+        rate,
     })
 }
 
@@ -791,7 +806,17 @@ async fn run_connection(
     let measure_from = start + args.warmup;
     let end = measure_from + args.duration;
     let mut id: u64 = 1;
+    // Paced: this connection's share of --rate, its first call offset so connections interleave.
+    let interval = args
+        .rate
+        .map(|rate| Duration::from_secs_f64(args.connections as f64 / rate));
+    let mut next_at =
+        interval.map(|interval| start + interval.mul_f64(task as f64 / args.connections as f64));
     loop {
+        if let (Some(at), Some(interval)) = (next_at.as_mut(), interval) {
+            tokio::time::sleep_until((*at).into()).await;
+            *at += interval;
+        }
         let started = Instant::now();
         if started >= end {
             break;

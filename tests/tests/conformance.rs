@@ -2,8 +2,9 @@
 //! by Node 22; both installed with npm on first use, see `support::conformance`).
 //!
 //! - Its 2026-07-28 server scenarios (`--requirements 2026-07-28`) against `mcp-mrtr-proxy` in
-//!   front of the legacy rmcp 2.2 backend `tests/conformance-server`, over each backend transport.
-//! - Its 2025-11-25 server scenarios against that backend directly (the backend is a faithful
+//!   front of three legacy backends, over each backend transport: rmcp 2.2
+//!   (`tests/conformance-server`), Python FastMCP and the TypeScript SDK (`tests/sdk-servers/`).
+//! - Its 2025-11-25 server scenarios against the rmcp backend directly (the backend is a faithful
 //!   legacy server, so a failure behind the proxy is the proxy's), and through the proxy over
 //!   each backend transport (legacy clients get sessions of their own, relayed).
 //!
@@ -15,6 +16,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use mcp_migrate_tests::support::conformance::{evaluate, Baseline, Evaluation, Suite, SuiteRun};
+use mcp_migrate_tests::support::sdk_servers::{conformance_server_async, LegacySdk};
 use mcp_migrate_tests::support::{
     binaries_async, target_dir, within, BackendKind, LegacyHttpServer, ProxyOptions, Stack,
 };
@@ -95,17 +97,24 @@ fn tail(text: &str, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
-/// The 2026-07-28 server scenarios against the proxy in front of the conformance backend.
-async fn through_the_proxy(kind: BackendKind) {
-    let binaries = binaries_async().await;
+/// The 2026-07-28 server scenarios against the proxy in front of the conformance backend built
+/// on `sdk`.
+async fn through_the_proxy(sdk: LegacySdk, kind: BackendKind) {
+    binaries_async().await;
     let suite = Suite::install_async().await;
-    let name = match kind {
-        BackendKind::Http => "2026-07-28-proxy-http-backend",
-        BackendKind::Stdio => "2026-07-28-proxy-stdio-backend",
+    let backend = conformance_server_async(sdk).await;
+    let transport = match kind {
+        BackendKind::Http => "http",
+        BackendKind::Stdio => "stdio",
     };
+    let name = match sdk {
+        // The rmcp runs keep their historical result folders.
+        LegacySdk::Rmcp => format!("2026-07-28-proxy-{transport}-backend"),
+        _ => format!("2026-07-28-proxy-{}-{transport}-backend", sdk.name()),
+    };
+    let name = name.as_str();
     within(TEST_LIMIT, name, async {
-        let options = ProxyOptions {
-            legacy_binary: Some(binaries.conformance_server.clone()),
+        let options = backend.into_options(ProxyOptions {
             // The suite leaves seven paused calls behind (scenarios that never retry); each
             // holds a legacy lane until --pause-ttl. The stdio default (4 processes) would make
             // later scenarios wait for that TTL; HTTP's default (32 sessions) is enough.
@@ -114,18 +123,22 @@ async fn through_the_proxy(kind: BackendKind) {
             // concurrent pushes make one round on a loaded CI machine.
             batch_window: Some("100ms".into()),
             ..ProxyOptions::default()
-        };
+        });
         let stack = Stack::start(kind, options).await;
+        let baseline_file = match sdk {
+            LegacySdk::Python => "expected-failures-python.yml",
+            LegacySdk::Rmcp | LegacySdk::TypeScript => "expected-failures.yml",
+        };
         let run = suite
             .run_server(
                 stack.proxy.url(),
                 "2026-07-28",
-                &baseline("expected-failures.yml"),
+                &baseline(baseline_file),
                 &out_dir(name),
                 SUITE_LIMIT,
             )
             .await;
-        let evaluation = judge(name, &run, "expected-failures.yml");
+        let evaluation = judge(name, &run, baseline_file);
 
         // The scenarios the proxy is measured by ran, and passed without excuses.
         let mrtr = evaluation
@@ -154,12 +167,32 @@ async fn through_the_proxy(kind: BackendKind) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn proxy_passes_the_2026_07_28_server_scenarios_over_an_http_backend() {
-    through_the_proxy(BackendKind::Http).await;
+    through_the_proxy(LegacySdk::Rmcp, BackendKind::Http).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn proxy_passes_the_2026_07_28_server_scenarios_over_a_stdio_backend() {
-    through_the_proxy(BackendKind::Stdio).await;
+    through_the_proxy(LegacySdk::Rmcp, BackendKind::Stdio).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_passes_the_2026_07_28_server_scenarios_in_front_of_python_over_http() {
+    through_the_proxy(LegacySdk::Python, BackendKind::Http).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_passes_the_2026_07_28_server_scenarios_in_front_of_python_over_stdio() {
+    through_the_proxy(LegacySdk::Python, BackendKind::Stdio).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_passes_the_2026_07_28_server_scenarios_in_front_of_typescript_over_http() {
+    through_the_proxy(LegacySdk::TypeScript, BackendKind::Http).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_passes_the_2026_07_28_server_scenarios_in_front_of_typescript_over_stdio() {
+    through_the_proxy(LegacySdk::TypeScript, BackendKind::Stdio).await;
 }
 
 /// The 2025-11-25 server scenarios against `url`, judged by the legacy baseline (no expected

@@ -176,30 +176,15 @@ async fn a_disconnect_mid_call_cancels_the_legacy_call(kind: BackendKind) {
     let raw = stack.raw();
     let mut request = raw.tool_request("slow_count", json!({"n": 100}));
     request.body["params"]["_meta"]["progressToken"] = json!("p");
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_millis(300))
-        .build()
-        .unwrap();
-    let mut builder = client.post(raw.url()).json(&request.body);
-    for (name, value) in &request.headers {
-        builder = builder.header(name.as_str(), value.as_str());
-    }
     // The body never completes within 300 ms (100 steps of 20 ms): the client gives up.
-    let outcome = async { builder.send().await?.text().await }.await;
+    let outcome = raw
+        .give_up_after(&request, Duration::from_millis(300))
+        .await;
     assert!(
         outcome.is_err(),
         "slow_count finished too early: {outcome:?}"
     );
-    let mut cancelled = false;
-    for _ in 0..50 {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        if stack.proxy.log_lines().iter().any(|line| {
-            line.contains("cancelled the legacy call") && line.contains("delivered=true")
-        }) {
-            cancelled = true;
-            break;
-        }
-    }
+    let cancelled = stack.proxy.logs_delivered_cancellation().await;
     assert!(cancelled, "{:#?}", stack.proxy.log_lines());
     let next = raw.call_tool("ask_name", json!({})).await;
     assert_eq!(next.result_type(), Some("input_required"), "{next:#?}");

@@ -37,6 +37,7 @@ use mcp_migrate_rules::RuleId;
 
 use self::lane_core::LaneCore;
 
+pub mod child_guard;
 pub mod http;
 pub(crate) mod http_client;
 pub(crate) mod lane_core;
@@ -568,6 +569,8 @@ struct PoolShared {
     changes: Arc<ChangeFeed>,
     /// The HTTP transport the legacy server turned out to speak (`--upstream-transport auto`).
     detected: Mutex<UpstreamTransport>,
+    /// stdio: a spawned, not yet initialized child for the next new lane (see `spawn_child`).
+    spare: Mutex<Option<stdio::Spawned>>,
 }
 
 impl std::fmt::Debug for PoolShared {
@@ -701,16 +704,19 @@ impl PoolShared {
         let (started, core) = match &self.spec {
             BackendSpec::Stdio { program, args } => {
                 let core = new_core("stdio");
-                let started = stdio::StdioLane::start(
-                    Arc::clone(&core),
-                    program,
-                    args,
-                    client_info,
-                    init_timeout,
-                )
-                .await
-                .map(LaneInner::Stdio);
-                (started, core)
+                let started = match self.spawn_child(program, args) {
+                    Ok(spawned) => {
+                        stdio::StdioLane::start(
+                            Arc::clone(&core),
+                            spawned,
+                            client_info,
+                            init_timeout,
+                        )
+                        .await
+                    }
+                    Err(error) => Err(error),
+                };
+                (started.map(LaneInner::Stdio), core)
             }
             BackendSpec::Http { url, transport } => {
                 let transport = match transport {
@@ -761,6 +767,36 @@ impl PoolShared {
             self.remember_transport(inner);
         }
         (started, core)
+    }
+
+    /// A legacy stdio child for a new lane: the warm spare if it is still running, else a fresh
+    /// one. Then, while the pool has room for one more lane, a new spare is spawned to replace
+    /// it, so the next new lane finds its server already started (it counts toward
+    /// `--pool-size`: no more children run than the pool allows).
+    fn spawn_child(&self, program: &str, args: &[String]) -> Result<stdio::Spawned, BackendError> {
+        let mut spare = self
+            .spare
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        let taken = spare
+            .take()
+            .and_then(|mut child| child.is_running().then_some(child));
+        let spawned = match taken {
+            Some(spawned) => spawned,
+            None => stdio::Spawned::spawn(program, args)?,
+        };
+        let room = {
+            let state = self.state();
+            // `starting` holds this lane's place already.
+            !state.shut_down && state.slots.len() + state.starting.len() < self.max_lanes()
+        };
+        if room {
+            match stdio::Spawned::spawn(program, args) {
+                Ok(next) => *spare = Some(next),
+                Err(error) => tracing::debug!(%error, "no warm spare: spawning it failed"),
+            }
+        }
+        Ok(spawned)
     }
 
     fn new_core(&self, profile: &CapabilityProfile, transport: &'static str) -> Arc<LaneCore> {
@@ -961,6 +997,7 @@ impl LanePool {
                 next_lane: AtomicU64::new(1),
                 changes: Arc::default(),
                 detected: Mutex::new(UpstreamTransport::Auto),
+                spare: Mutex::new(None),
             }),
         })
     }
@@ -1071,6 +1108,15 @@ impl LanePool {
             state.slots.drain(..).map(|slot| slot.lane).collect()
         };
         self.shared.changed.notify_waiters();
+        let spare = self
+            .shared
+            .spare
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .take();
+        if let Some(spare) = spare {
+            spare.stop().await;
+        }
         futures_util::future::join_all(lanes.iter().map(|lane| lane.shutdown())).await;
     }
 }

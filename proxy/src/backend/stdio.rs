@@ -3,7 +3,7 @@
 //! Four tasks per child: a stdin writer (the only writer, so messages keep their order), a stdout
 //! reader (one JSON-RPC message or batch per line; a malformed line is logged and skipped), a
 //! stderr forwarder (each line goes to the proxy's stderr with a `[lane N]` prefix) and a waiter
-//! that owns the child. When the child exits or closes stdout the lane is dead: pending calls fail
+//! that owns the child ([`super::child_guard`] makes it die with the proxy). When the child exits or closes stdout the lane is dead: pending calls fail
 //! with [`BackendError::Crashed`] and the pool replaces the lane on its next use.
 
 use std::io::Write as _;
@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::Command;
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::Instrument as _;
 
@@ -60,18 +59,26 @@ impl std::fmt::Debug for StdioLane {
     }
 }
 
-impl StdioLane {
-    /// Spawns `program`, initializes it with the lane's profile and waits for the handshake.
-    pub(crate) async fn start(
-        core: Arc<LaneCore>,
-        program: &str,
-        args: &[String],
-        client_info: &Value,
-        init_timeout: Duration,
-    ) -> Result<Self, BackendError> {
-        let span = core.span.clone();
-        let mut child = Command::new(program)
-            .args(args)
+/// A legacy stdio server spawned but not initialized yet: the pool keeps one ready (a warm spare)
+/// so that a new lane does not wait for an interpreter to start (Python's `import mcp` alone
+/// takes most of a second), and initializes it with the profile of the call that needs it.
+pub(crate) struct Spawned {
+    child: tokio::process::Child,
+}
+
+impl std::fmt::Debug for Spawned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Spawned")
+            .field("pid", &self.child.id())
+            .finish()
+    }
+}
+
+impl Spawned {
+    /// Starts `program args...` with piped stdio (killed when dropped unused).
+    pub(crate) fn spawn(program: &str, args: &[String]) -> Result<Spawned, BackendError> {
+        // Through the trampoline when the binary runs: the child dies with the proxy.
+        let child = super::child_guard::command(program, args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -80,6 +87,30 @@ impl StdioLane {
             .map_err(|error| {
                 BackendError::Unavailable(format!("cannot start `{program}`: {error}"))
             })?;
+        Ok(Spawned { child })
+    }
+
+    /// Kills and reaps the unused child (it holds no state).
+    pub(crate) async fn stop(mut self) {
+        let _ = self.child.kill().await;
+    }
+
+    /// Whether the process is still running (a spare that died is not used).
+    pub(crate) fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl StdioLane {
+    /// Initializes the spawned server with the lane's profile and waits for the handshake.
+    pub(crate) async fn start(
+        core: Arc<LaneCore>,
+        spawned: Spawned,
+        client_info: &Value,
+        init_timeout: Duration,
+    ) -> Result<Self, BackendError> {
+        let span = core.span.clone();
+        let mut child = spawned.child;
         let pid = child.id();
         let (Some(mut stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())

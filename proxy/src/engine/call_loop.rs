@@ -204,9 +204,7 @@ impl Engine {
         let mut responses = input_responses(&request.params);
         let round_keys: HashSet<String> = live.pending.keys().cloned().collect();
         if let Err(error) = self.deliver(&mut live, &responses).await {
-            return Some(Err(internal(format!(
-                "the paused call was lost: the legacy server is gone ({error})"
-            ))));
+            return Some(Err(lost_call(&error)));
         }
         // The answers to nothing asked yet may answer what the legacy server asks next.
         responses.retain(|key, _| !round_keys.contains(key));

@@ -31,9 +31,10 @@ use serde_json::{json, Map, Value};
 use tracing::{info, warn};
 
 use super::call_loop::LiveCall;
-use super::wire::{internal, invalid_params};
-use crate::jsonrpc::{codes, ErrorObject};
+use super::wire::internal;
+use crate::jsonrpc::ErrorObject;
 use crate::limits::{self, CallLimits, StoreHealth};
+use crate::refusals;
 use crate::request::FrontRequest;
 use crate::state::{now_ms, params_digest, Claims, PauseId, Sealer, StateError};
 use crate::store::{ClaimError, Owner, PauseRecord, PauseStatus, PauseStore};
@@ -257,7 +258,7 @@ impl PauseBook {
             .map_err(|error| {
                 crate::metrics::global().rejection(state_rejection_reason(&error));
                 info!(reason = error.reason(), method = %request.method, "rejected requestState");
-                invalid_params(format!("invalid requestState: {error}"))
+                refusals::state_refusal(&error)
             })?;
         let pause_id = claims.pause_id;
         if !forwarded && !self.live().contains_key(&pause_id) {
@@ -268,7 +269,7 @@ impl PauseBook {
         if let Err(error) = self.store.claim(&pause_id, now_ms()).await {
             crate::metrics::global().rejection(claim_rejection_reason(&error));
             info!(pause = %pause_id, %error, "refused retry");
-            return Err(claim_refusal(&error));
+            return Err(refusals::claim_refusal(&error));
         }
         let live = self.live().remove(&pause_id);
         let Some(live) = live else {
@@ -328,9 +329,7 @@ impl PauseBook {
     async fn lose(&self, pause_id: &PauseId) -> ErrorObject {
         crate::metrics::global().rejection("state_lost");
         let _ = self.store.set_status(pause_id, PauseStatus::Lost).await;
-        internal(
-            "the paused call was lost: its legacy session is gone (the backend exited or the proxy restarted)",
-        )
+        refusals::session_gone()
     }
 
     /// Paused → Evicted: expires the paused call parked longest ago, so that its lane serves a
@@ -425,28 +424,6 @@ impl PauseBook {
         }
         count
     }
-}
-
-/// The error for a retry whose pause could not be claimed.
-fn claim_refusal(error: &ClaimError) -> ErrorObject {
-    let (code, message) = match error {
-        // The state is authentic (it opened with our key), so the pause existed: its record
-        // went with a crash before the store's periodic flush, or was pruned.
-        ClaimError::Unknown => (
-            codes::INTERNAL_ERROR,
-            "the paused call was lost: this proxy has no record of it any more (it restarted, or the record was pruned); send the original request again without requestState".to_owned(),
-        ),
-        ClaimError::Lost => (
-            codes::INTERNAL_ERROR,
-            format!("the paused call was lost: {error}"),
-        ),
-        ClaimError::Store(_) => (codes::INTERNAL_ERROR, error.to_string()),
-        _ => (
-            codes::INVALID_PARAMS,
-            format!("invalid requestState: {error}"),
-        ),
-    };
-    ErrorObject::new(code, message)
 }
 
 /// The `mcp_proxy_rejections_total` reason of a `requestState` that did not open.

@@ -70,10 +70,7 @@ pub(super) type LegacyOutcome = Result<
     tokio::sync::oneshot::error::RecvError,
 >;
 
-/// The error of a paused call whose legacy side went away after the pause.
-pub(super) fn lost_call(error: &BackendError) -> ErrorObject {
-    internal(format!("the paused call was lost: {error}"))
-}
+pub(super) use crate::refusals::lost_call;
 
 pub(super) fn flatten(response: LegacyOutcome) -> Result<Reply, ErrorObject> {
     match response {

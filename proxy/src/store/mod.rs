@@ -296,10 +296,13 @@ pub enum StoreError {
     Contention { op: &'static str },
 }
 
-/// Why a retry cannot resume its paused call. Messages are meant for the client.
+/// Why a retry cannot resume its paused call. Each message is the complete text the client gets
+/// (nothing is prefixed to it; [`crate::refusals`] picks the JSON-RPC code).
 #[derive(Debug, thiserror::Error)]
 pub enum ClaimError {
-    #[error("requestState refers to no paused call known to this server (it may have been pruned); send the original request again without requestState")]
+    /// The state opened with our key, so the pause existed: its record went with a crash before
+    /// the store's flush, or was pruned.
+    #[error("the paused call was lost: this proxy has no record of it any more (it restarted, or the record was pruned); send the original request again without requestState")]
     Unknown,
     #[error("requestState was already used: each requestState is valid for one retry only")]
     AlreadyUsed,
@@ -307,9 +310,10 @@ pub enum ClaimError {
     Expired,
     #[error("the paused call behind this requestState was cancelled; send the original request again without inputResponses and requestState")]
     Cancelled,
-    #[error("the paused call behind this requestState was lost when the server restarted; send the original request again without inputResponses and requestState")]
+    #[error("the paused call was lost when the server restarted; send the original request again without inputResponses and requestState")]
     Lost,
-    #[error("the pause store failed: {0}")]
+    /// The store's own message already says "pause store: ...".
+    #[error(transparent)]
     Store(#[from] StoreError),
 }
 

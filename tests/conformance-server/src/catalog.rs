@@ -60,6 +60,16 @@ pub fn tools() -> Vec<Value> {
             "test_tool_with_progress",
             "Tests tool that reports progress notifications",
         ),
+        // bench/sdk_backends.sh: the same echo on every SDK's server.
+        json!({
+            "name": "echo",
+            "description": "Returns the text unchanged",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"text": {"type": "string"}},
+                "required": ["text"],
+            },
+        }),
         // The one plain tool of the (not scored) tasks-* scenarios: a synchronous call.
         json!({
             "name": "greet",
@@ -157,6 +167,12 @@ pub fn tools() -> Vec<Value> {
             "Asks the user something mid-call (elicitation)",
         ),
         plain("test_logging_tool", "Logs a message mid-call"),
+        // The proxy's end-to-end flows (tests/tests/proxy_sdk_flows.rs).
+        plain(
+            "test_url_elicitation",
+            "Sends the user to a URL (URL-mode elicitation) mid-call",
+        ),
+        plain("test_cancellable", "Runs for 5 s unless cancelled"),
         plain(
             "test_trigger_tool_change",
             "Announces a tool list change (notifications/tools/list_changed)",
@@ -244,6 +260,13 @@ pub fn static_tool_result(name: &str, arguments: &JsonObject) -> Option<Value> {
                 .and_then(Value::as_str)
                 .unwrap_or("World");
             json!([{"type": "text", "text": format!("Hello, {name}!")}])
+        }
+        "echo" => {
+            let text = arguments
+                .get("text")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            json!([{"type": "text", "text": text}])
         }
         "test_header_param" => {
             let region = arguments

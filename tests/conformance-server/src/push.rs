@@ -138,6 +138,23 @@ pub async fn call_tool(
         .map(|()| "Logging evaluated".to_owned()),
         // Announce a tool / prompt list change to this session: behind the proxy it must reach
         // the `subscriptions/listen` streams that asked for it, and only those.
+        // The proxy's end-to-end flows (tests/tests/proxy_sdk_flows.rs), on every SDK's server.
+        "test_url_elicitation" => peer
+            .create_elicitation(ElicitRequestParams::UrlElicitationParams {
+                meta: Some(keyed("consent")),
+                message: "Open the link to continue".to_owned(),
+                url: "https://example.com/consent".to_owned(),
+                elicitation_id: "consent-1".to_owned(),
+            })
+            .await
+            .map(|reply| format!("URL elicitation: {}", action(&reply)))
+            .map_err(peer_error("elicitation")),
+        "test_cancellable" => {
+            for _ in 0..100 {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Ok("not cancelled".to_owned())
+        }
         "test_trigger_tool_change" => peer
             .notify_tool_list_changed()
             .await

@@ -9,6 +9,7 @@
 //! - [`SpecSchema`]: validation against the 2026-07-28 `schema.json` (`$defs` by name);
 //! - [`legacy_clients`]: legacy clients on the official Python and TypeScript SDKs 1.x;
 //! - [`conformance`]: the official conformance suite (install, run, judge against a baseline);
+//! - [`sdk_servers`]: legacy servers on the Python and TypeScript SDKs (installed once per run);
 //! - [`RedisServer`]: a real `redis-server` on a free loopback port (the Redis pause store).
 
 mod build;
@@ -23,6 +24,7 @@ mod raw;
 mod redis;
 mod schema;
 mod script;
+pub mod sdk_servers;
 
 use std::future::Future;
 use std::time::Duration;

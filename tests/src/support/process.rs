@@ -2,6 +2,7 @@
 
 use std::collections::hash_map::RandomState;
 use std::collections::VecDeque;
+use std::ffi::OsString;
 use std::hash::{BuildHasher, Hasher};
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -117,6 +118,8 @@ pub struct LegacyHttpServer {
     url: String,
     logs: Logs,
     binary: PathBuf,
+    /// Placed before `--transport http ...` (e.g. the script of an interpreter).
+    args: Vec<OsString>,
 }
 
 impl LegacyHttpServer {
@@ -129,8 +132,16 @@ impl LegacyHttpServer {
     /// Another legacy server binary with the fixture's command line (`--transport http
     /// --listen ADDR`, prints `listening on http://ADDR/mcp`), e.g. the conformance backend.
     pub async fn start_binary(binary: &Path) -> LegacyHttpServer {
+        LegacyHttpServer::start_command(binary, &[]).await
+    }
+
+    /// `binary args... --transport http --listen 127.0.0.1:0`: a server with the fixture's
+    /// command line behind an interpreter (`python script.py`, `node script.mjs`).
+    pub async fn start_command(binary: &Path, args: &[OsString]) -> LegacyHttpServer {
         let mut command = Command::new(binary);
-        command.args(["--transport", "http", "--listen", "127.0.0.1:0"]);
+        command
+            .args(args)
+            .args(["--transport", "http", "--listen", "127.0.0.1:0"]);
         let logs = Logs::default();
         let (child, url) = spawn_listening(command, "the legacy HTTP server", &logs).await;
         LegacyHttpServer {
@@ -138,6 +149,7 @@ impl LegacyHttpServer {
             url,
             logs,
             binary: binary.to_owned(),
+            args: args.to_vec(),
         }
     }
 
@@ -159,7 +171,9 @@ impl LegacyHttpServer {
             .to_owned();
         // tokio binds with SO_REUSEADDR: the port is free again at once.
         let mut command = Command::new(&self.binary);
-        command.args(["--transport", "http", "--listen", &address]);
+        command
+            .args(&self.args)
+            .args(["--transport", "http", "--listen", &address]);
         self.logs.push("==== restart ====".into());
         let (child, url) = spawn_listening(command, "the legacy HTTP server", &self.logs).await;
         self.child = child;
@@ -231,6 +245,9 @@ pub struct ProxyOptions {
     /// The legacy server binary behind the proxy (spawned over stdio, or started over HTTP by
     /// [`Stack::start`]); `None`: the legacy fixture server. It takes the fixture's command line.
     pub legacy_binary: Option<PathBuf>,
+    /// Arguments of [`legacy_binary`](Self::legacy_binary) before the fixture's command line
+    /// (the script of an interpreter: see [`crate::support::sdk_servers`]).
+    pub legacy_args: Vec<OsString>,
 }
 
 /// A running `mcp-mrtr-proxy`, killed (with its backend children) on drop.
@@ -350,6 +367,20 @@ impl Proxy {
     /// The last lines the proxy wrote to stderr/stdout (its `tracing` log).
     pub fn log_lines(&self) -> Vec<String> {
         self.logs.snapshot()
+    }
+
+    /// Whether the proxy logged that it cancelled a legacy call and the cancellation reached the
+    /// legacy server, within 5 s.
+    pub async fn logs_delivered_cancellation(&self) -> bool {
+        for _ in 0..50 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if self.log_lines().iter().any(|line| {
+                line.contains("cancelled the legacy call") && line.contains("delivered=true")
+            }) {
+                return true;
+            }
+        }
+        false
     }
 
     pub fn healthz_url(&self) -> String {
@@ -501,6 +532,12 @@ impl Proxy {
         self.kill_hard();
     }
 
+    /// SIGKILLs the proxy alone (its children are left to whatever makes them die with it) and
+    /// reaps it.
+    pub fn kill_proxy_only(&mut self) {
+        kill_and_reap(&mut self.child);
+    }
+
     fn kill_hard(&mut self) {
         let children = self.backend_pids();
         kill_and_reap(&mut self.child);
@@ -560,6 +597,7 @@ async fn spawn_proxy(
             command
                 .arg("--")
                 .arg(legacy_binary(options, binaries))
+                .args(&options.legacy_args)
                 .args(["--transport", "stdio"]);
         }
     }
@@ -649,7 +687,9 @@ impl Stack {
     /// legacy server for both kinds.
     pub async fn start(kind: BackendKind, mut options: ProxyOptions) -> Stack {
         let legacy = match (kind, &options.legacy_binary) {
-            (BackendKind::Http, Some(binary)) => Some(LegacyHttpServer::start_binary(binary).await),
+            (BackendKind::Http, Some(binary)) => {
+                Some(LegacyHttpServer::start_command(binary, &options.legacy_args).await)
+            }
             (BackendKind::Http, None) => Some(LegacyHttpServer::start().await),
             (BackendKind::Stdio, _) => None,
         };

@@ -127,10 +127,10 @@ fn run(mut command: Command, what: &str) -> Result<(), String> {
 
 /// A lock file created with `create_new` (holding the owner's pid), removed on drop. A lock
 /// whose owner is gone (Linux: no `/proc/PID`) or that is older than [`STALE_LOCK`] is broken.
-struct InstallLock(PathBuf);
+pub(crate) struct InstallLock(PathBuf);
 
 impl InstallLock {
-    fn acquire(path: &Path) -> Result<InstallLock, String> {
+    pub(crate) fn acquire(path: &Path) -> Result<InstallLock, String> {
         let give_up = Instant::now() + STALE_LOCK + Duration::from_secs(60);
         loop {
             match OpenOptions::new().write(true).create_new(true).open(path) {

@@ -167,6 +167,24 @@ impl RawClient {
         &self.url
     }
 
+    /// Sends `request` and hangs up after `patience` (a client that gives up mid-call: the
+    /// proxy sees the connection close). `Err` when it gave up; `Ok(body)` if the answer came first.
+    pub async fn give_up_after(
+        &self,
+        request: &RawRequest,
+        patience: std::time::Duration,
+    ) -> Result<String, reqwest::Error> {
+        let client = reqwest::Client::builder()
+            .timeout(patience)
+            .build()
+            .expect("reqwest client");
+        let mut builder = client.post(&self.url).json(&request.body);
+        for (name, value) in &request.headers {
+            builder = builder.header(name.as_str(), value.as_str());
+        }
+        builder.send().await?.text().await
+    }
+
     /// The required `_meta` of a request: protocol version, client capabilities, client info.
     pub fn meta(&self) -> Value {
         json!({
