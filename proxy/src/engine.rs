@@ -61,11 +61,12 @@ const LOG_LINGER: Duration = Duration::from_millis(100);
 const TOOL_HEADERS_RECHECK_AFTER: Duration = Duration::from_secs(2);
 /// The most `tools/list` pages read to learn the tools' annotations.
 const TOOL_LIST_MAX_PAGES: usize = 100;
-/// How long a new call waits for a lane before the oldest paused call is evicted to free one.
-const LEASE_PATIENCE: Duration = Duration::from_secs(2);
 /// How long a finished, expired, cancelled or lost pause record is kept after its deadline (the
 /// margin covers wall-clock steps; retries after the deadline are refused by the state's expiry).
 const RECORD_GRACE: Duration = Duration::from_secs(10);
+/// Why a paused call whose legacy session ended is evicted.
+const SESSION_ENDED: &str =
+    "its legacy session ended (the legacy server exited or dropped the session)";
 /// `_meta` key a legacy server may set on its request to choose the `inputRequests` key.
 pub const INPUT_KEY_HINT: &str = "io.github.mcp-migrate/inputKey";
 
@@ -104,8 +105,6 @@ struct LiveCall {
     principal: crate::front::Principal,
     profile: CapabilityProfile,
     round: u32,
-    /// When the call was last parked (for eviction under pool pressure).
-    parked_at: Option<tokio::time::Instant>,
     /// Keys handed out so far, for numbering (`elicitation_1`, `elicitation_2`, ...).
     issued: HashMap<&'static str, u32>,
     pending: BTreeMap<String, PendingInput>,
@@ -745,23 +744,25 @@ impl Engine {
         profile: CapabilityProfile,
         sink: ResponseSink,
     ) {
-        // A paused call holds its lane until the retry or the TTL, and clients may never retry:
-        // when no lane frees up for `LEASE_PATIENCE`, the oldest pause yields its lane.
-        let lease = {
-            let lease_future = self.pool.lease(&profile);
-            tokio::pin!(lease_future);
-            loop {
-                // Biased: a lane that is free at once is taken without arming the timer.
-                tokio::select! {
-                    biased;
-                    lease = &mut lease_future => break lease,
-                    () = sink.closed() => return,
-                    () = tokio::time::sleep(LEASE_PATIENCE) => self.evict_oldest_pause().await,
-                }
-            }
+        // A paused call keeps its lane (or, on a shared session, its response stream) until the
+        // retry or the TTL: no pause ever yields to a new call. When no lane can be had, the
+        // pool refuses the *new* call (`BackendError::Exhausted`), retryably.
+        let lease = tokio::select! {
+            biased;
+            lease = self.pool.call_lease(&profile, &request.method, &request.params) => lease,
+            () = sink.closed() => return,
         };
-        let lease = match lease {
+        let mut lease = match lease {
             Ok(lease) => lease,
+            Err(BackendError::Exhausted { lanes }) => {
+                warn!(
+                    lanes,
+                    "refused a call: every legacy lane is held by a paused call"
+                );
+                sink.finish(request.id, Err(limits::capacity_refusal(lanes)))
+                    .await;
+                return;
+            }
             Err(error) => {
                 sink.finish(request.id, Err(internal(error.to_string())))
                     .await;
@@ -772,7 +773,7 @@ impl Engine {
         // random bytes per call.
         let token = lease.lane.mint_progress_token();
         let legacy_request = Engine::legacy_params(&request.params, token.as_str());
-        let call = match lease.lane.request(&request.method, legacy_request).await {
+        let call = match lease.request(&request.method, legacy_request).await {
             Ok(call) => call,
             Err(error) => {
                 sink.finish(request.id, Err(internal(error.to_string())))
@@ -788,7 +789,6 @@ impl Engine {
             principal: request.principal.clone(),
             profile,
             round: 0,
-            parked_at: None,
             issued: HashMap::new(),
             pending: BTreeMap::new(),
             // A first call may already carry answers (a client that knows the keys, e.g. from
@@ -843,6 +843,7 @@ impl Engine {
                     format!("the paused call was lost: {error}"),
                 ),
                 ClaimError::Store(_) => (codes::INTERNAL_ERROR, error.to_string()),
+                ClaimError::Evicted(_) => (codes::INVALID_PARAMS, error.to_string()),
                 _ => (
                     codes::INVALID_PARAMS,
                     format!("invalid requestState: {error}"),
@@ -870,6 +871,17 @@ impl Engine {
             .await;
             return;
         };
+        if orphaned(&mut live) {
+            // Claimed before the sweep noticed: told the same as after it.
+            crate::metrics::global().pause_expired("evicted");
+            let _ = self
+                .store
+                .set_status(&claims.pause_id, PauseStatus::Evicted);
+            let error = ClaimError::Evicted(SESSION_ENDED.to_owned());
+            sink.finish(request.id, Err(invalid_params(error.to_string())))
+                .await;
+            return;
+        }
         let _ = self
             .store
             .set_status(&claims.pause_id, PauseStatus::Finished);
@@ -895,7 +907,6 @@ impl Engine {
                     // Every URL elicitation of the -32042 round was accepted: call again (T9).
                     let sent = live
                         .lease
-                        .lane
                         .request(
                             &live.method,
                             Engine::legacy_params(&request.params, live.progress_token.as_str()),
@@ -1285,7 +1296,6 @@ impl Engine {
             return Err(Box::new((live, refusal.to_error())));
         }
         live.round += 1;
-        live.parked_at = Some(tokio::time::Instant::now());
         // Answers offered by this front request apply to it only; the retry brings its own.
         live.offered.clear();
         let pause_id = PauseId::random();
@@ -1358,38 +1368,39 @@ impl Engine {
         info!(legacy_id = %live.call.legacy_id, reason, delivered = sent.is_ok(), "cancelled the legacy call");
     }
 
-    /// Expires the paused call parked longest ago, so that its lane serves a waiting call. Its
-    /// retry gets "expired", as if its TTL had passed.
-    async fn evict_oldest_pause(&self) {
-        let oldest = {
-            let live = self.live.lock().expect("live map lock");
-            live.iter()
-                .min_by_key(|(_, call)| call.parked_at)
-                .map(|(id, _)| *id)
+    /// Evicts the paused calls whose legacy session ended under them (the legacy server exited,
+    /// dropped or re-initialized the session): their retries are told so rather than finding out late.
+    async fn evict_orphans(&self) {
+        let orphans: Vec<PauseId> = {
+            let mut live = self.live.lock().expect("live map lock");
+            live.iter_mut()
+                .filter_map(|(id, call)| orphaned(call).then_some(*id))
+                .collect()
         };
-        let Some(pause_id) = oldest else {
-            return;
-        };
-        match self
-            .store
-            .transition(&pause_id, PauseStatus::Paused, PauseStatus::Expired)
-        {
-            Ok(true) => {}
-            // A retry is claiming it right now: it will free the lane itself.
-            Ok(false) | Err(_) => return,
-        }
-        let live = self.live.lock().expect("live map lock").remove(&pause_id);
-        if let Some(mut live) = live {
-            crate::metrics::global().pause_expired("evicted");
-            warn!(pause = %pause_id, "the lane pool is exhausted: evicting the oldest paused call");
-            self.abandon(&mut live, "the proxy needed the lane for another call")
-                .await;
+        for pause_id in orphans {
+            match self.store.evict(&pause_id, SESSION_ENDED) {
+                Ok(true) => {}
+                // A retry is claiming it right now: it finds the dead lane itself.
+                Ok(false) => continue,
+                Err(error) => {
+                    warn!(%error, pause = %pause_id, "could not evict a pause");
+                    continue;
+                }
+            }
+            let live = self.live.lock().expect("live map lock").remove(&pause_id);
+            if let Some(mut live) = live {
+                crate::metrics::global().pause_expired("evicted");
+                warn!(pause = %pause_id, reason = SESSION_ENDED, "evicted a paused call");
+                self.abandon(&mut live, SESSION_ENDED).await;
+            }
         }
     }
 
     /// Expires pauses whose deadline has passed: their legacy requests get `cancel` or an error,
-    /// the legacy call is cancelled, the lane goes back to the pool.
+    /// the legacy call is cancelled, the lane goes back to the pool. Evicts those whose legacy
+    /// session ended.
     pub async fn sweep(&self) {
+        self.evict_orphans().await;
         let expired = match self.store.expired(now_ms()) {
             Ok(expired) => expired,
             Err(error) => {
@@ -1475,7 +1486,33 @@ fn claim_rejection_reason(error: &ClaimError) -> &'static str {
         ClaimError::Expired => "state_expired",
         ClaimError::Cancelled => "state_cancelled",
         ClaimError::Unknown | ClaimError::Lost => "state_lost",
+        ClaimError::Evicted(_) => "state_evicted",
         ClaimError::Store(_) => "store_error",
+    }
+}
+
+/// Whether a parked call can no longer be resumed: its lane is dead, or its legacy call failed
+/// on the transport while parked (the session was re-initialized under it, its response stream
+/// broke or ended without the response). A legacy *response* that arrived while parked is kept
+/// for the retry.
+fn orphaned(live: &mut LiveCall) -> bool {
+    use tokio::sync::oneshot::error::TryRecvError;
+    if live.answered {
+        return false;
+    }
+    if !live.lease.lane.is_alive() {
+        return true;
+    }
+    let call = &mut live.call;
+    match call.response.try_recv() {
+        Err(TryRecvError::Empty) => false,
+        Err(TryRecvError::Closed) | Ok(Err(_)) => true,
+        Ok(outcome) => {
+            let (keep, again) = tokio::sync::oneshot::channel();
+            let _ = keep.send(outcome);
+            call.response = again;
+            false
+        }
     }
 }
 
@@ -1795,6 +1832,7 @@ mod tests {
                 roots: Vec::new(),
                 client_info: json!({"name": "test", "version": "0"}),
                 request_timeout: Duration::from_secs(1),
+                call_sessions: Default::default(),
             },
         );
         let engine = Engine::new(

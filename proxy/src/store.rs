@@ -66,16 +66,20 @@ pub enum PauseStatus {
     Cancelled,
     /// The live legacy call died with an earlier proxy process.
     Lost,
+    /// The proxy ended the paused call before its deadline for a reason of its own (its legacy
+    /// session ended, ...), kept beside the record ([`PauseStore::evict`]).
+    Evicted,
 }
 
 impl PauseStatus {
-    pub const ALL: [PauseStatus; 6] = [
+    pub const ALL: [PauseStatus; 7] = [
         PauseStatus::Paused,
         PauseStatus::Resuming,
         PauseStatus::Finished,
         PauseStatus::Expired,
         PauseStatus::Cancelled,
         PauseStatus::Lost,
+        PauseStatus::Evicted,
     ];
 
     /// The snake_case name (as serialised; handy as a metrics label).
@@ -87,6 +91,7 @@ impl PauseStatus {
             PauseStatus::Expired => "expired",
             PauseStatus::Cancelled => "cancelled",
             PauseStatus::Lost => "lost",
+            PauseStatus::Evicted => "evicted",
         }
     }
 
@@ -176,6 +181,8 @@ pub enum ClaimError {
     Cancelled,
     #[error("the paused call behind this requestState was lost when the server restarted; send the original request again without inputResponses and requestState")]
     Lost,
+    #[error("the paused call behind this requestState was evicted: {0}; send the original request again without inputResponses and requestState")]
+    Evicted(String),
     #[error("the pause store failed: {0}")]
     Store(#[from] StoreError),
 }
@@ -189,9 +196,15 @@ impl ClaimError {
             ClaimError::Expired => "expired",
             ClaimError::Cancelled => "cancelled",
             ClaimError::Lost => "lost",
+            ClaimError::Evicted(_) => "evicted",
             ClaimError::Store(_) => "store",
         }
     }
+}
+
+/// The `meta` key of a pause's eviction reason.
+fn eviction_key(pause_id: &PauseId) -> Vec<u8> {
+    [b"evicted/".as_slice(), pause_id.as_bytes()].concat()
 }
 
 /// The sled-backed pause store. Cheap to share by reference across threads (all methods take
@@ -387,6 +400,9 @@ impl PauseStore {
                 }
                 PauseStatus::Expired => return Err(ClaimError::Expired),
                 PauseStatus::Cancelled => return Err(ClaimError::Cancelled),
+                PauseStatus::Evicted => {
+                    return Err(ClaimError::Evicted(self.eviction_reason(pause_id)))
+                }
                 PauseStatus::Paused if now_ms >= record.deadline_ms => {
                     return Err(ClaimError::Expired)
                 }
@@ -462,6 +478,29 @@ impl PauseStore {
         Err(StoreError::Contention { op })
     }
 
+    /// Ends a paused call for a reason of the proxy's own: `Paused` -> `Evicted` (compare-and-swap,
+    /// `Ok(false)` when it was no longer paused), with `reason` kept for the retry's error.
+    pub fn evict(&self, pause_id: &PauseId, reason: &str) -> Result<bool, StoreError> {
+        let evicted = self.transition(pause_id, PauseStatus::Paused, PauseStatus::Evicted)?;
+        if evicted {
+            // A claim in between reads the generic reason: it is told "evicted" all the same.
+            self.meta
+                .insert(eviction_key(pause_id), reason.as_bytes())
+                .map_err(sled_error("record an eviction reason"))?;
+        }
+        Ok(evicted)
+    }
+
+    /// Why a pause was evicted (a generic text when the reason is gone).
+    pub fn eviction_reason(&self, pause_id: &PauseId) -> String {
+        self.meta
+            .get(eviction_key(pause_id))
+            .ok()
+            .flatten()
+            .and_then(|bytes| String::from_utf8(bytes.to_vec()).ok())
+            .unwrap_or_else(|| "the proxy ended it before its deadline".to_owned())
+    }
+
     /// Every record with its raw bytes; undecodable ones are logged and passed as `None` so
     /// callers can count them.
     fn scan(&self, op: &'static str) -> Result<Vec<Scanned>, StoreError> {
@@ -535,6 +574,11 @@ impl PauseStore {
                     .map_err(sled_error("prune"))?
                     .is_ok()
                 {
+                    if record.status == PauseStatus::Evicted {
+                        self.meta
+                            .remove(eviction_key(&record.pause_id))
+                            .map_err(sled_error("prune an eviction reason"))?;
+                    }
                     deleted += 1;
                 }
             }
@@ -668,6 +712,34 @@ mod tests {
     }
 
     #[test]
+    fn an_evicted_pause_tells_its_retry_why() {
+        let store = PauseStore::temporary().unwrap();
+        let rec = record(&store, NOW + 1_000);
+        store.insert(&rec).unwrap();
+        assert!(store
+            .evict(&rec.pause_id, "its legacy session ended")
+            .unwrap());
+        assert!(
+            !store.evict(&rec.pause_id, "again").unwrap(),
+            "only a paused call"
+        );
+        match store.claim(&rec.pause_id, NOW) {
+            Err(error @ ClaimError::Evicted(_)) => {
+                let text = error.to_string();
+                assert!(text.contains("evicted: its legacy session ended"), "{text}");
+                assert!(!text.contains("expired"), "{text}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // The reason goes with the record.
+        assert_eq!(store.prune(NOW + 2_000).unwrap(), 1);
+        assert_eq!(
+            store.eviction_reason(&rec.pause_id),
+            "the proxy ended it before its deadline"
+        );
+    }
+
+    #[test]
     fn claim_unknown() {
         let store = PauseStore::temporary().unwrap();
         assert!(matches!(
@@ -691,6 +763,7 @@ mod tests {
             (PauseStatus::Expired, "expired"),
             (PauseStatus::Cancelled, "cancelled"),
             (PauseStatus::Lost, "lost"),
+            (PauseStatus::Evicted, "evicted"),
         ] {
             let rec = PauseRecord {
                 status,
@@ -1112,7 +1185,7 @@ mod tests {
     #[test]
     fn counts_cover_every_status() {
         let store = PauseStore::temporary().unwrap();
-        assert_eq!(store.counts().len(), 6);
+        assert_eq!(store.counts().len(), PauseStatus::ALL.len());
         assert!(store.counts().values().all(|n| *n == 0));
         for (status, n) in [
             (PauseStatus::Paused, 3),
@@ -1260,6 +1333,7 @@ mod tests {
             PauseStatus::Resuming | PauseStatus::Finished => "already_used",
             PauseStatus::Expired => "expired",
             PauseStatus::Cancelled => "cancelled",
+            PauseStatus::Evicted => "evicted",
             PauseStatus::Paused if now >= record.deadline => "expired",
             PauseStatus::Paused => "ok",
         }

@@ -296,8 +296,8 @@ async fn an_unwritable_store_refuses_new_pauses_but_passes_through() {
 }
 
 /// A client that never retries: the TTL sweep cancels the legacy call and frees its lane at
-/// once (a new call gets the only lane well before the 2 s after which a waiting call would
-/// evict the pause instead).
+/// once (the lane, whose cancelled call may still be winding down, is replaced by a fresh one;
+/// a new call gets it well before the 2 s after which it would be refused as over capacity).
 async fn a_client_that_never_retries_is_swept(kind: BackendKind) {
     let stack = Stack::start(
         kind,

@@ -386,7 +386,14 @@ impl Front {
                         .ok()
                         .filter(|status| !status.is_informational())
                         .unwrap_or(StatusCode::OK);
-                    return message_response(status, &message);
+                    let mut response = message_response(status, &message);
+                    if status == StatusCode::SERVICE_UNAVAILABLE {
+                        response.headers_mut().insert(
+                            header::RETRY_AFTER,
+                            HeaderValue::from(limits::RETRY_AFTER_SECS),
+                        );
+                    }
+                    return response;
                 }
                 Some(Outgoing::Notification(message)) if sse_allowed => {
                     let body = SseBody::new(

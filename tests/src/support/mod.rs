@@ -14,6 +14,7 @@ pub mod command;
 pub mod conformance;
 pub mod isolation;
 mod modern;
+pub mod node;
 mod process;
 pub mod python;
 mod raw;
@@ -26,6 +27,7 @@ use std::time::Duration;
 pub use build::{binaries, binaries_async, target_dir, Binaries};
 pub use isolation::assert_concurrent_clients_are_isolated;
 pub use modern::{default_capabilities, tool_params, tool_text, ModernClient, ScriptedHandler};
+pub use node::LegacyTsServer;
 pub use process::{
     is_alive, metric, Backend, BackendKind, LegacyHttpServer, Proxy, ProxyOptions, Stack,
 };
