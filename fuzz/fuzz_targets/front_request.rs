@@ -22,15 +22,16 @@
 use http::{HeaderMap, HeaderName, HeaderValue};
 use libfuzzer_sys::fuzz_target;
 use mcp_mrtr_proxy::front::validate::{
-    decode_header_value, header_names, meta_keys, validate, Rejection, Validated,
-    CLIENT_REQUEST_METHODS, PROTOCOL_VERSION,
+    header_names, meta_keys, validate, Rejection, Validated, CLIENT_REQUEST_METHODS,
+    PROTOCOL_VERSION,
 };
-use mcp_mrtr_proxy::front::{FrontRequest, Principal};
 use mcp_mrtr_proxy::fuzzing::{
     accepts_event_stream, check_round_trip, decide_post, origin_allowed, stdio_lines,
     stdio_parse_line, PostDecision, StdioLine,
 };
 use mcp_mrtr_proxy::jsonrpc::{codes, Message};
+use mcp_mrtr_proxy::param_headers::decode_header_value;
+use mcp_mrtr_proxy::request::{FrontRequest, Principal};
 use serde_json::Value;
 
 /// The stdio front's real line limit (`front::stdio::MAX_LINE_BYTES`).

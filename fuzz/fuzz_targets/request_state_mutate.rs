@@ -14,8 +14,8 @@
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use mcp_mrtr_proxy::front::Principal;
 use mcp_mrtr_proxy::fuzzing::seal_with_nonce;
+use mcp_mrtr_proxy::request::Principal;
 use mcp_mrtr_proxy::state::{Claims, PauseId, Sealer, StateError, StateKey};
 
 #[derive(Debug, Arbitrary)]

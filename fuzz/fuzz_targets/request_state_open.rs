@@ -15,7 +15,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mcp_mrtr_proxy::front::Principal;
+use mcp_mrtr_proxy::request::Principal;
 use mcp_mrtr_proxy::state::{Sealer, StateError, StateKey, MAX_STATE_LEN};
 
 /// The fuzz key; `fuzz/corpus/request_state_open` holds states sealed under it.

@@ -198,10 +198,10 @@ pub fn check_round_trip(message: &Message) {
 /// background flusher thread lets go of the database's file lock a moment after the last handle
 /// is dropped, so an immediate reopen can fail with `WouldBlock`; a new process (a real restart)
 /// never sees that. Retries for up to 10 s.
-pub fn reopen_store(dir: &std::path::Path) -> crate::store::PauseStore {
+pub fn reopen_store(dir: &std::path::Path) -> crate::store::sled::SledStore {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
-        match crate::store::PauseStore::open(dir) {
+        match crate::store::sled::SledStore::open(dir) {
             Ok(store) => return store,
             Err(_) if std::time::Instant::now() < deadline => {
                 std::thread::sleep(std::time::Duration::from_millis(10));

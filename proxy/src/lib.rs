@@ -6,7 +6,8 @@
 //! - [`engine`]: the translator: pass-through, MRTR rounds, pauses, deprecation warnings;
 //! - [`backend`]: lanes (legacy sessions / child processes), the lane pool, legacy transports;
 //! - [`state`]: sealing and opening `requestState`;
-//! - [`store`]: the sled pause store;
+//! - [`request`]: the request types shared by the fronts and the engine;
+//! - [`store`]: the pause store (trait; sled);
 //! - [`capabilities`]: client capability profiles;
 //! - [`jsonrpc`]: JSON-RPC messages and error codes;
 //! - [`config`]: flags and the TOML config file;
@@ -27,6 +28,7 @@ pub mod jsonrpc;
 pub mod limits;
 pub mod metrics;
 pub mod param_headers;
+pub mod request;
 pub mod state;
 pub mod store;
 pub mod subscriptions;
@@ -63,13 +65,13 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
         backend::BackendSpec::Http { .. } => args.max_paused_calls.saturating_add(32),
         backend::BackendSpec::Stdio { .. } => 4,
     };
-    let store = store::PauseStore::open(&args.store)
+    let store = store::open(&args.store)
         .with_context(|| format!("could not open the pause store in {}", args.store.display()))?;
-    let lost = store.mark_previous_boots_lost()?;
+    let lost = store.recover().await?;
     if lost > 0 {
         tracing::warn!(
             lost,
-            "paused calls of the previous run were lost; their retries will be refused"
+            "paused calls whose proxy is gone were lost; their retries will be refused"
         );
     }
     let key = match (&args.state_key_file, std::env::var("MCP_MRTR_STATE_KEY")) {
@@ -81,7 +83,7 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
         (None, Ok(text)) => {
             state::StateKey::from_text(&text).context("invalid MCP_MRTR_STATE_KEY")?
         }
-        (None, Err(_)) => store.state_key()?,
+        (None, Err(_)) => store.state_key().await?,
     };
     let pool = backend::LanePool::new(
         spec,
@@ -96,8 +98,7 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
             call_sessions: args.call_sessions,
         },
     );
-    let store_health = limits::StoreHealth::new(Some(&args.store));
-    let engine = engine::Engine::with_store_health(
+    let engine = engine::Engine::new(
         pool.clone(),
         state::Sealer::new(&key),
         store,
@@ -113,7 +114,6 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
                 call_timeout: args.call_timeout,
             },
         },
-        store_health,
     );
     engine.register_metrics();
     let shutdown = tokio_util::sync::CancellationToken::new();
@@ -138,7 +138,7 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
             }
         });
     }
-    let handler: Arc<dyn front::Handler> = engine.clone();
+    let handler: Arc<dyn request::Handler> = engine.clone();
     if args.stdio {
         let stdin = tokio::io::BufReader::new(tokio::io::stdin());
         front::stdio::serve_stdio(
@@ -200,16 +200,14 @@ fn spawn_signal_handler(shutdown: tokio_util::sync::CancellationToken) {
     });
 }
 
-/// Probes the pause store every second (see [`limits::StoreHealth`]).
+/// Probes the pause store every second ([`store::PauseStore::health`]).
 fn spawn_store_probe(engine: Arc<engine::Engine>, shutdown: tokio_util::sync::CancellationToken) {
     tokio::spawn(async move {
         let mut interval = tokio::time::interval(limits::STORE_PROBE_PERIOD);
         loop {
             tokio::select! {
                 _ = interval.tick() => {
-                    let engine = engine.clone();
-                    // File system calls and sled's fsync block: keep them off the workers.
-                    let _ = tokio::task::spawn_blocking(move || engine.probe_store()).await;
+                    engine.probe_store().await;
                 }
                 () = shutdown.cancelled() => return,
             }

@@ -11,11 +11,10 @@
 //! - [`input_request_too_large`]: one legacy request too large to forward as an `inputRequests`
 //!   entry;
 //! - [`host_allowed`]: DNS-rebinding protection by `Host` when the front is bound to loopback;
-//! - [`StoreHealth`]: whether the pause store can still record pauses (its directory still
-//!   holds the database the proxy opened, a probe file can be written there, and sled flushes).
+//! - [`StoreHealth`]: whether the pause store can still record pauses (the verdict of its
+//!   probe, [`crate::store::PauseStore::health`]).
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -24,7 +23,6 @@ use serde_json::json;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::jsonrpc::ErrorObject;
-use crate::store::PauseStore;
 
 /// JSON-RPC code of every limit refusal: the implementation-defined server error range
 /// (`-32000..-32019`, outside the range 2026-07-28 reserves).
@@ -269,29 +267,25 @@ pub fn host_allowed(host: Option<&str>, listen: SocketAddr, allowed: &[String]) 
     }
 }
 
-/// Whether the pause store can still record pauses. A background task calls [`probe`]
-/// every [`STORE_PROBE_PERIOD`]; the engine refuses new pauses while it fails.
-///
-/// [`probe`]: StoreHealth::probe
+/// Whether the pause store can still record pauses: the verdict of the last probe
+/// ([`crate::store::PauseStore::health`], every [`STORE_PROBE_PERIOD`]) or of the last failed
+/// write. The engine refuses new pauses while it fails.
 #[derive(Debug)]
 pub struct StoreHealth {
-    dir: Option<PathBuf>,
-    identity: Option<(u64, u64)>,
     writable: AtomicBool,
     reason: Mutex<Option<String>>,
 }
 
-impl StoreHealth {
-    /// Watches the store opened in `dir` (`None`: a temporary store, always healthy).
-    pub fn new(dir: Option<&Path>) -> Self {
+impl Default for StoreHealth {
+    fn default() -> Self {
         StoreHealth {
-            dir: dir.map(Path::to_owned),
-            identity: dir.and_then(|dir| file_identity(&dir.join("db"))),
             writable: AtomicBool::new(true),
             reason: Mutex::new(None),
         }
     }
+}
 
+impl StoreHealth {
     /// `Err(reason)` when the last probe failed.
     pub fn check(&self) -> Result<(), String> {
         if self.writable.load(Ordering::Acquire) {
@@ -317,10 +311,9 @@ impl StoreHealth {
             .unwrap_or_else(|poison| poison.into_inner()) = Some(reason);
     }
 
-    /// Probes the store: its database file is still the one opened, a file can be written in
-    /// its directory, sled flushes. Updates [`check`](Self::check).
-    pub fn probe(&self, store: &PauseStore) {
-        match self.probe_once(store) {
+    /// Records the verdict of a probe. Updates [`check`](Self::check).
+    pub fn record(&self, verdict: Result<(), String>) {
+        match verdict {
             Ok(()) => {
                 if !self.writable.swap(true, Ordering::AcqRel) {
                     tracing::info!("the pause store is writable again: pauses are accepted");
@@ -329,42 +322,6 @@ impl StoreHealth {
             Err(reason) => self.fail(reason),
         }
     }
-
-    fn probe_once(&self, store: &PauseStore) -> Result<(), String> {
-        if let Some(dir) = &self.dir {
-            let db = dir.join("db");
-            if self.identity.is_some() && file_identity(&db) != self.identity {
-                return Err(format!(
-                    "the pause store's database {} was removed or replaced since the proxy opened it",
-                    db.display()
-                ));
-            }
-            let probe = dir.join(".write-probe");
-            std::fs::write(&probe, b"ok")
-                .and_then(|()| std::fs::remove_file(&probe))
-                .map_err(|error| {
-                    format!(
-                        "the pause store directory {} is not writable: {error}",
-                        dir.display()
-                    )
-                })?;
-        }
-        store
-            .probe_writable()
-            .map_err(|error| format!("the pause store does not take writes: {error}"))
-    }
-}
-
-#[cfg(unix)]
-fn file_identity(path: &Path) -> Option<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    let metadata = std::fs::metadata(path).ok()?;
-    Some((metadata.dev(), metadata.ino()))
-}
-
-#[cfg(not(unix))]
-fn file_identity(path: &Path) -> Option<(u64, u64)> {
-    std::fs::metadata(path).ok().map(|_| (0, 0))
 }
 
 #[cfg(test)]
@@ -447,24 +404,5 @@ mod tests {
         assert_eq!(gate.in_flight(), 2);
         drop(first);
         assert!(gate.try_enter().is_some());
-    }
-
-    #[test]
-    fn a_replaced_store_is_reported() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("store");
-        let store = PauseStore::open(&path).unwrap();
-        let health = StoreHealth::new(Some(&path));
-        health.probe(&store);
-        assert_eq!(health.check(), Ok(()));
-        std::fs::rename(&path, dir.path().join("moved")).unwrap();
-        std::fs::write(&path, b"not a directory").unwrap();
-        health.probe(&store);
-        let reason = health.check().unwrap_err();
-        assert!(reason.contains("removed or replaced"), "{reason}");
-        std::fs::remove_file(&path).unwrap();
-        std::fs::rename(dir.path().join("moved"), &path).unwrap();
-        health.probe(&store);
-        assert_eq!(health.check(), Ok(()));
     }
 }

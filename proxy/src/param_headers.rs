@@ -25,12 +25,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
+use base64::Engine as _;
 use http::HeaderMap;
 use serde_json::{Map, Value};
 
 use crate::capabilities::CapabilityProfile;
-
-use crate::front::validate::{decode_header_value, single_header};
 
 /// The prefix of the mirrored headers, lower case (header names compare case-insensitively).
 pub const HEADER_PREFIX: &str = "mcp-param-";
@@ -393,6 +392,45 @@ fn matches(body: &Value, header: &str) -> bool {
         },
         Value::Null | Value::Array(_) | Value::Object(_) => false,
     }
+}
+
+/// The one value of a header, surrounding whitespace removed. Missing, repeated, or not visible
+/// ASCII is an error message naming the header.
+pub fn single_header<'a>(
+    headers: &'a http::HeaderMap,
+    name: &str,
+    display: &str,
+) -> Result<&'a str, String> {
+    let mut values = headers.get_all(name).iter();
+    let Some(value) = values.next() else {
+        return Err(format!("missing `{display}` header"));
+    };
+    if values.next().is_some() {
+        return Err(format!("`{display}` header is repeated"));
+    }
+    let value = value.to_str().map_err(|_| {
+        format!("`{display}` header contains invalid characters (use the `=?base64?…?=` form)")
+    })?;
+    Ok(value.trim_matches([' ', '\t']))
+}
+
+/// Decodes a header value that may use the `=?base64?{value}?=` sentinel form (standard alphabet,
+/// padded, UTF-8 inside). A value without both markers is taken literally.
+pub fn decode_header_value(value: &str) -> Result<std::borrow::Cow<'_, str>, String> {
+    const PREFIX: &str = "=?base64?";
+    const SUFFIX: &str = "?=";
+    let Some(encoded) = value
+        .strip_prefix(PREFIX)
+        .and_then(|rest| rest.strip_suffix(SUFFIX))
+    else {
+        return Ok(std::borrow::Cow::Borrowed(value));
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .map_err(|error| format!("is not valid base64 ({error})"))?;
+    String::from_utf8(bytes)
+        .map(std::borrow::Cow::Owned)
+        .map_err(|_| "decodes to bytes that are not UTF-8".to_owned())
 }
 
 #[cfg(test)]

@@ -49,7 +49,7 @@ use rand::RngCore;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::front::Principal;
+use crate::request::Principal;
 
 /// The format tag: the prefix of every state, and the AEAD associated data.
 pub const FORMAT_TAG: &str = "mrs1";

@@ -2,7 +2,7 @@
 //! [`Sealer`] and the real sled [`PauseStore`] (the engine itself needs live legacy lanes; its
 //! behaviour end to end is in `tests/tests/proxy_*.rs`).
 //!
-//! The engine's steps, mirrored (engine.rs `park`, `resume`, `sweep`, `lib.rs` startup):
+//! The engine's steps, mirrored (`engine/pauses.rs` `park`, `claim`, `sweep`, `lib.rs` startup):
 //! - **pause** (`park`): a new pause id, a `Paused` record with deadline `now + ttl`, and a state
 //!   sealing (pause id, principal, method, params digest, round, expiry = deadline);
 //! - **retry** (`resume`): `open_for` the presented state against the retry's principal, method
@@ -19,9 +19,10 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use mcp_mrtr_proxy::front::Principal;
+use mcp_mrtr_proxy::request::Principal;
 use mcp_mrtr_proxy::state::{params_digest, Claims, PauseId, Sealer, StateError};
-use mcp_mrtr_proxy::store::{ClaimError, PauseRecord, PauseStatus, PauseStore};
+use mcp_mrtr_proxy::store::sled::SledStore as PauseStore;
+use mcp_mrtr_proxy::store::{ClaimError, PauseRecord, PauseStatus};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 

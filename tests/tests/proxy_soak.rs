@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use mcp_migrate_tests::support::{
     is_alive, BackendKind, ProxyOptions, RawClient, RawResponse, Script, Stack,
 };
-use mcp_mrtr_proxy::store::{PauseStatus, PauseStore};
+use mcp_mrtr_proxy::store::sled::SledStore;
+use mcp_mrtr_proxy::store::PauseStatus;
 use serde_json::json;
 
 /// The pause TTL of the soak proxy (env `SOAK_TTL_MS`, default 1 s): abandoned pauses are swept
@@ -380,7 +381,7 @@ async fn the_proxy_returns_to_its_baseline_after_a_soak() {
         let store_dir = stack.proxy.store_dir().to_owned();
         let mut stack = stack;
         stack.proxy.kill();
-        let store = PauseStore::open(&store_dir).expect("open the soak store");
+        let store = SledStore::open(&store_dir).expect("open the soak store");
         let counts = store.counts();
         println!("soak: store records by status {counts:?}");
         let live = counts[&PauseStatus::Paused] + counts[&PauseStatus::Resuming];

@@ -16,7 +16,7 @@
 //!
 //! `Mcp-Session-Id` and `Last-Event-ID` are ignored; no session id is ever minted or echoed.
 //! A client that closes the connection drops the response (and with it the request's receiver),
-//! which is how the engine's [`super::ResponseSink::closed`] learns about the cancellation.
+//! which is how the engine's [`crate::request::ResponseSink::closed`] learns about the cancellation.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -42,9 +42,10 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
 use super::validate::{self, error_response, Rejection, Validated};
-use super::{FrontRequest, Handler, Outgoing, Principal, ResponseSink, SINK_CAPACITY};
+use super::SINK_CAPACITY;
 use crate::jsonrpc::{codes, ErrorObject, Message};
 use crate::limits::{self, RequestGate};
+use crate::request::{FrontRequest, Handler, Outgoing, Principal, ResponseSink};
 
 /// The default request body limit.
 pub const DEFAULT_MAX_BODY_BYTES: usize = limits::DEFAULT_MAX_BODY_BYTES;

@@ -5,7 +5,7 @@
 //!   one JSON object per line, so notifications and final responses of different requests
 //!   interleave but never mix within a line.
 //! - `notifications/cancelled {requestId}` drops that request's receiver (the engine's
-//!   [`super::ResponseSink::closed`] resolves) and nothing more is written for it.
+//!   [`crate::request::ResponseSink::closed`] resolves) and nothing more is written for it.
 //! - Unreadable lines get a JSON-RPC error without an `id` (2026-07-28's `RequestId` cannot be
 //!   `null`); invalid requests get their error with their id; invalid notifications and
 //!   responses from the client are logged and dropped (notifications are never answered).
@@ -27,9 +27,10 @@ use tracing::Instrument as _;
 
 use super::http::{handler_gone, start_handler};
 use super::validate::{self, error_response, Rejection, Validated};
-use super::{Handler, Outgoing, Principal, ResponseSink, SINK_CAPACITY};
+use super::SINK_CAPACITY;
 use crate::jsonrpc::{codes, ErrorObject, Message, ParseError};
 use crate::limits::RequestGate;
+use crate::request::{Handler, Outgoing, Principal, ResponseSink};
 
 /// Longer lines are refused (`-32600`) and skipped.
 pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;

@@ -20,11 +20,12 @@
 //! 7. `_meta` log level and progress token have valid types, `tools/call` / `prompts/get` carry a
 //!    string `name`, `resources/read` a string `uri` (else 400 / `-32602`).
 
-use base64::Engine as _;
 use serde_json::{json, Map, Value};
 
-use super::{FrontRequest, Principal};
 use crate::jsonrpc::{codes, ErrorObject, Message, ParseError};
+use crate::param_headers::{decode_header_value, single_header};
+pub use crate::request::http_status;
+use crate::request::{FrontRequest, Principal};
 
 /// The protocol version the front speaks.
 pub const PROTOCOL_VERSION: &str = "2026-07-28";
@@ -133,25 +134,6 @@ pub fn error_response(id: Option<&Value>, error: &ErrorObject) -> Value {
     }
     object.insert("error".into(), error.to_value());
     Value::Object(object)
-}
-
-/// The HTTP status of a JSON-RPC error sent as a plain JSON response.
-///
-/// `-32700`/`-32600` (unreadable message) and the three 2026-07-28 codes are 400, `-32601` is
-/// 404. Everything else, `-32602` and `-32603` included, is 200 with the error in the body: the
-/// spec fixes no status for them, and a dual-era client that sees a 4xx without one of the
-/// recognised modern errors concludes the server is legacy and falls back to `initialize`.
-/// The front's own `-32602` rejections (malformed `_meta`, missing `name`) are 400 through
-/// [`Rejection::http_status`], as the spec requires for a missing `_meta` key.
-pub fn http_status(code: i64) -> u16 {
-    match code {
-        codes::PARSE_ERROR | codes::INVALID_REQUEST => 400,
-        codes::HEADER_MISMATCH
-        | codes::MISSING_REQUIRED_CLIENT_CAPABILITY
-        | codes::UNSUPPORTED_PROTOCOL_VERSION => 400,
-        codes::METHOD_NOT_FOUND => 404,
-        _ => 200,
-    }
 }
 
 /// Validates one client message. `headers` is `Some` on Streamable HTTP (the mirrored headers are
@@ -466,45 +448,6 @@ fn unsupported_version(requested: &str) -> ErrorObject {
         ),
     )
     .with_data(json!({ "supported": SUPPORTED_VERSIONS, "requested": requested }))
-}
-
-/// The one value of a header, surrounding whitespace removed. Missing, repeated, or not visible
-/// ASCII is an error message naming the header.
-pub(crate) fn single_header<'a>(
-    headers: &'a http::HeaderMap,
-    name: &str,
-    display: &str,
-) -> Result<&'a str, String> {
-    let mut values = headers.get_all(name).iter();
-    let Some(value) = values.next() else {
-        return Err(format!("missing `{display}` header"));
-    };
-    if values.next().is_some() {
-        return Err(format!("`{display}` header is repeated"));
-    }
-    let value = value.to_str().map_err(|_| {
-        format!("`{display}` header contains invalid characters (use the `=?base64?…?=` form)")
-    })?;
-    Ok(value.trim_matches([' ', '\t']))
-}
-
-/// Decodes a header value that may use the `=?base64?{value}?=` sentinel form (standard alphabet,
-/// padded, UTF-8 inside). A value without both markers is taken literally.
-pub fn decode_header_value(value: &str) -> Result<std::borrow::Cow<'_, str>, String> {
-    const PREFIX: &str = "=?base64?";
-    const SUFFIX: &str = "?=";
-    let Some(encoded) = value
-        .strip_prefix(PREFIX)
-        .and_then(|rest| rest.strip_suffix(SUFFIX))
-    else {
-        return Ok(std::borrow::Cow::Borrowed(value));
-    };
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(encoded)
-        .map_err(|error| format!("is not valid base64 ({error})"))?;
-    String::from_utf8(bytes)
-        .map(std::borrow::Cow::Owned)
-        .map_err(|_| "decodes to bytes that are not UTF-8".to_owned())
 }
 
 #[cfg(test)]

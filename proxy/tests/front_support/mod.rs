@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use mcp_mrtr_proxy::front::validate::meta_keys;
-use mcp_mrtr_proxy::front::{FrontRequest, Handler, ResponseSink};
 use mcp_mrtr_proxy::jsonrpc::{codes, ErrorObject, Message};
+use mcp_mrtr_proxy::request::{FrontRequest, Handler, ResponseSink};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 

@@ -1,29 +1,13 @@
-//! The sled pause store: one record per paused legacy call, single-use claims, expiry sweeps,
-//! and recognition of pauses left over from a previous run.
-//!
-//! The paused call itself (lane lease, pending legacy request ids) lives only in the engine's
-//! memory; this store keeps what must be decided atomically or survive a restart:
-//!
-//! - **single use**: [`PauseStore::claim`] is a compare-and-swap `Paused` → `Resuming`, so of
-//!   two retries presenting the same `requestState` exactly one resumes the call, the other gets
-//!   [`ClaimError::AlreadyUsed`];
-//! - **deadlines**: [`PauseStore::expired`] lists the paused calls whose deadline passed, for the
-//!   engine's sweep to cancel (then [`PauseStore::transition`] `Paused` → `Expired`);
-//! - **restarts**: every [`PauseStore::open`] gets a fresh random boot id. A live legacy call
-//!   cannot outlive the process that held it, so records of an earlier boot are reported as
-//!   [`ClaimError::Lost`] ("lost at restart"), and [`PauseStore::mark_previous_boots_lost`]
-//!   rewrites them at startup; [`PauseStore::prune`] eventually deletes them.
+//! The sled pause store: the embedded default [`PauseStore`].
 //!
 //! Layout: tree `pauses`, key = the 16 pause id bytes, value = [`PauseRecord`] as JSON (no
-//! secrets, no request bodies); tree `meta`, key `state-key` = the generated
-//! [`StateKey`] as hex, when no key was configured.
-//!
-//! Times are Unix epoch milliseconds ([`crate::state::now_ms`]); a record is past its deadline
-//! when `now_ms >= deadline_ms`, the same rule as a state's expiry.
+//! secrets, no request bodies); tree `meta`, key `state-key` = the generated [`StateKey`] as
+//! hex, when no key was configured. sled locks the directory: one process at a time, so the
+//! owner of every live record is this process or an earlier boot of it (gone).
 //!
 //! Corrupt records never panic: a record that does not decode is treated as `Lost` by
-//! [`claim`](PauseStore::claim) and [`counts`](PauseStore::counts), skipped (with a
-//! `tracing::warn!`) by the sweeps, and an error for [`set_status`](PauseStore::set_status).
+//! [`claim`](SledStore::claim) and [`counts`](SledStore::counts), skipped (with a
+//! `tracing::warn!`) by the sweeps, and an error for [`set_status`](SledStore::set_status).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -31,8 +15,8 @@ use std::path::{Path, PathBuf};
 
 use rand::rngs::OsRng;
 use rand::RngCore;
-use serde::{Deserialize, Serialize};
 
+use super::{ClaimError, PauseRecord, PauseStatus, PauseStore, StoreError};
 use crate::state::{PauseId, StateKey};
 
 const PAUSES_TREE: &str = "pauses";
@@ -42,192 +26,40 @@ const STATE_KEY: &[u8] = b"state-key";
 /// means another writer made progress on that record, so this is only a safety net.
 const CAS_ATTEMPTS: usize = 1_000;
 
-/// The life of one paused round.
-///
-/// ```text
-/// Paused ──claim──▶ Resuming ──▶ Finished (final result sent, or the call paused again:
-///   │                               the next round gets a new pause id and record)
-///   ├─deadline sweep─▶ Expired
-///   ├─client gone / legacy call ended─▶ Cancelled
-///   └─proxy restarted─▶ Lost   (also Resuming records of an earlier boot)
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PauseStatus {
-    /// Waiting for the client's retry; the live legacy call is held by this boot.
-    Paused,
-    /// A retry claimed it and the call is being resumed.
-    Resuming,
-    /// Resumed and done with (the round is over).
-    Finished,
-    /// The deadline passed before a retry came; the legacy call was cancelled.
-    Expired,
-    /// Cancelled for another reason (the legacy call failed, shutdown, ...).
-    Cancelled,
-    /// The live legacy call died with an earlier proxy process.
-    Lost,
-    /// The proxy ended the paused call before its deadline for a reason of its own (its legacy
-    /// session ended, ...), kept beside the record ([`PauseStore::evict`]).
-    Evicted,
-}
-
-impl PauseStatus {
-    pub const ALL: [PauseStatus; 7] = [
-        PauseStatus::Paused,
-        PauseStatus::Resuming,
-        PauseStatus::Finished,
-        PauseStatus::Expired,
-        PauseStatus::Cancelled,
-        PauseStatus::Lost,
-        PauseStatus::Evicted,
-    ];
-
-    /// The snake_case name (as serialised; handy as a metrics label).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PauseStatus::Paused => "paused",
-            PauseStatus::Resuming => "resuming",
-            PauseStatus::Finished => "finished",
-            PauseStatus::Expired => "expired",
-            PauseStatus::Cancelled => "cancelled",
-            PauseStatus::Lost => "lost",
-            PauseStatus::Evicted => "evicted",
-        }
-    }
-
-    /// Whether the call behind a record with this status may still be alive (in its own boot).
-    fn is_live(self) -> bool {
-        matches!(self, PauseStatus::Paused | PauseStatus::Resuming)
-    }
-}
-
-impl fmt::Display for PauseStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// One paused round, as stored (JSON). Holds no secret and no request body.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PauseRecord {
-    /// Serialised as 32 hex digits; must equal the record's key.
-    pub pause_id: PauseId,
-    /// The boot that holds the live call: [`PauseStore::boot_id`] at insertion.
-    pub boot_id: u64,
-    pub status: PauseStatus,
-    pub method: String,
-    pub round: u32,
-    /// [`crate::front::Principal::label`]: for logs only, never for authorization.
-    pub principal_label: String,
-    pub created_ms: u64,
-    /// Unix epoch ms; normally the sealed state's `expires_at_ms`.
-    pub deadline_ms: u64,
-    /// The `inputRequests` keys sent to the client in this round.
-    pub input_keys: Vec<String>,
-}
-
-/// A store failure, with what was being done.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("cannot create the pause store directory {path}: {source}")]
-    CreateDir {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("cannot open the pause store at {path}: {source}")]
-    Open { path: PathBuf, source: sled::Error },
-    #[error("pause store: {op} failed: {source}")]
-    Sled {
-        op: &'static str,
-        source: sled::Error,
-    },
-    #[error("pause store: cannot encode the record of pause {pause_id}: {source}")]
-    Encode {
-        pause_id: PauseId,
-        source: serde_json::Error,
-    },
-    #[error("pause store: the record of pause {pause_id} is corrupt: {detail}")]
-    Corrupt { pause_id: String, detail: String },
-    #[error("pause store: no record for pause {pause_id}")]
-    NotFound { pause_id: PauseId },
-    #[error("pause store: a record for pause {pause_id} exists already")]
-    Duplicate { pause_id: PauseId },
-    #[error("pause store: the record of pause {pause_id} names boot {record_boot}, but this store is boot {store_boot}; build records with PauseStore::boot_id()")]
-    ForeignBoot {
-        pause_id: PauseId,
-        record_boot: u64,
-        store_boot: u64,
-    },
-    #[error("pause store: the stored state key is unreadable ({detail}); delete the store directory or configure a key")]
-    CorruptStateKey { detail: String },
-    #[error("pause store: {op} kept conflicting with concurrent updates")]
-    Contention { op: &'static str },
+/// The `meta` key of a pause's eviction reason.
+fn eviction_key(pause_id: &PauseId) -> Vec<u8> {
+    [b"evicted/".as_slice(), pause_id.as_bytes()].concat()
 }
 
 fn sled_error(op: &'static str) -> impl FnOnce(sled::Error) -> StoreError {
     move |source| StoreError::Sled { op, source }
 }
 
-/// Why a retry cannot resume its paused call. Messages are meant for the client.
-#[derive(Debug, thiserror::Error)]
-pub enum ClaimError {
-    #[error("requestState refers to no paused call known to this server (it may have been pruned); send the original request again without requestState")]
-    Unknown,
-    #[error("requestState was already used: each requestState is valid for one retry only")]
-    AlreadyUsed,
-    #[error("the paused call behind this requestState expired; send the original request again without inputResponses and requestState")]
-    Expired,
-    #[error("the paused call behind this requestState was cancelled; send the original request again without inputResponses and requestState")]
-    Cancelled,
-    #[error("the paused call behind this requestState was lost when the server restarted; send the original request again without inputResponses and requestState")]
-    Lost,
-    #[error("the paused call behind this requestState was evicted: {0}; send the original request again without inputResponses and requestState")]
-    Evicted(String),
-    #[error("the pause store failed: {0}")]
-    Store(#[from] StoreError),
-}
-
-impl ClaimError {
-    /// A stable snake_case label for metrics and logs.
-    pub fn reason(&self) -> &'static str {
-        match self {
-            ClaimError::Unknown => "unknown",
-            ClaimError::AlreadyUsed => "already_used",
-            ClaimError::Expired => "expired",
-            ClaimError::Cancelled => "cancelled",
-            ClaimError::Lost => "lost",
-            ClaimError::Evicted(_) => "evicted",
-            ClaimError::Store(_) => "store",
-        }
-    }
-}
-
-/// The `meta` key of a pause's eviction reason.
-fn eviction_key(pause_id: &PauseId) -> Vec<u8> {
-    [b"evicted/".as_slice(), pause_id.as_bytes()].concat()
-}
-
-/// The sled-backed pause store. Cheap to share by reference across threads (all methods take
+/// The sled-backed pause store. Cheap to clone and share across threads (all methods take
 /// `&self`; sled is internally synchronised).
-pub struct PauseStore {
+#[derive(Clone)]
+pub struct SledStore {
     db: sled::Db,
     pauses: sled::Tree,
     meta: sled::Tree,
     boot_id: u64,
+    /// The directory opened and the identity (device, inode) of its database file, for the
+    /// health probe (`None` for a temporary store).
+    dir: Option<(PathBuf, Option<(u64, u64)>)>,
 }
 
-impl fmt::Debug for PauseStore {
+impl fmt::Debug for SledStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PauseStore")
+        f.debug_struct("SledStore")
             .field("boot_id", &self.boot_id)
             .finish_non_exhaustive()
     }
 }
 
-impl PauseStore {
+impl SledStore {
     /// Opens (creating it, mode 0700 on Unix, if missing) the store in `dir`. Each open is a new
     /// boot with a fresh random boot id. sled locks the directory: one process at a time.
-    pub fn open(dir: &Path) -> Result<PauseStore, StoreError> {
+    pub fn open(dir: &Path) -> Result<SledStore, StoreError> {
         if !dir.exists() {
             let mut builder = std::fs::DirBuilder::new();
             builder.recursive(true);
@@ -247,11 +79,13 @@ impl PauseStore {
                 path: dir.to_owned(),
                 source,
             })?;
-        Self::with_db(db)
+        let mut store = Self::with_db(db)?;
+        store.dir = Some((dir.to_owned(), file_identity(&dir.join("db"))));
+        Ok(store)
     }
 
     /// A store that lives only as long as this value (sled temporary mode), for tests.
-    pub fn temporary() -> Result<PauseStore, StoreError> {
+    pub fn temporary() -> Result<SledStore, StoreError> {
         let db = sled::Config::new()
             .temporary(true)
             .open()
@@ -259,18 +93,19 @@ impl PauseStore {
         Self::with_db(db)
     }
 
-    fn with_db(db: sled::Db) -> Result<PauseStore, StoreError> {
+    fn with_db(db: sled::Db) -> Result<SledStore, StoreError> {
         let pauses = db
             .open_tree(PAUSES_TREE)
             .map_err(sled_error("open tree pauses"))?;
         let meta = db
             .open_tree(META_TREE)
             .map_err(sled_error("open tree meta"))?;
-        Ok(PauseStore {
+        Ok(SledStore {
             db,
             pauses,
             meta,
             boot_id: OsRng.next_u64(),
+            dir: None,
         })
     }
 
@@ -279,10 +114,34 @@ impl PauseStore {
         self.boot_id
     }
 
-    /// Checks that the store takes writes: inserts a probe key (tree `meta`, key `readyz-probe`)
-    /// and flushes it to disk. [`crate::limits::StoreHealth`] calls it every second; `/readyz`
-    /// and the pause path read its verdict.
-    pub fn probe_writable(&self) -> Result<(), StoreError> {
+    /// Checks that the store takes writes: its database file is still the one opened, a file
+    /// can be written in its directory, and a probe key (tree `meta`, key `readyz-probe`) is
+    /// written and flushed to disk. The engine probes every second (`/readyz` and the pause path
+    /// read its verdict). Blocks (file system calls, fsync).
+    pub fn probe(&self) -> Result<(), String> {
+        if let Some((dir, identity)) = &self.dir {
+            let db = dir.join("db");
+            if identity.is_some() && file_identity(&db) != *identity {
+                return Err(format!(
+                    "the pause store's database {} was removed or replaced since the proxy opened it",
+                    db.display()
+                ));
+            }
+            let probe = dir.join(".write-probe");
+            std::fs::write(&probe, b"ok")
+                .and_then(|()| std::fs::remove_file(&probe))
+                .map_err(|error| {
+                    format!(
+                        "the pause store directory {} is not writable: {error}",
+                        dir.display()
+                    )
+                })?;
+        }
+        self.probe_writable()
+            .map_err(|error| format!("the pause store does not take writes: {error}"))
+    }
+
+    fn probe_writable(&self) -> Result<(), StoreError> {
         self.meta
             .insert(b"readyz-probe", &crate::state::now_ms().to_be_bytes())
             .map_err(sled_error("write the readiness probe"))?;
@@ -445,6 +304,29 @@ impl PauseStore {
         self.update_status(pause_id, "transition", |record| record.status == from, to)
     }
 
+    /// Ends a paused call for a reason of the proxy's own: `Paused` -> `Evicted` (compare-and-swap,
+    /// `Ok(false)` when it was no longer paused), with `reason` kept (tree `meta`) for the retry.
+    pub fn evict(&self, pause_id: &PauseId, reason: &str) -> Result<bool, StoreError> {
+        let evicted = self.transition(pause_id, PauseStatus::Paused, PauseStatus::Evicted)?;
+        if evicted {
+            // A claim in between reads the generic reason: it is told "evicted" all the same.
+            self.meta
+                .insert(eviction_key(pause_id), reason.as_bytes())
+                .map_err(sled_error("record an eviction reason"))?;
+        }
+        Ok(evicted)
+    }
+
+    /// Why a pause was evicted (a generic text when the reason is gone).
+    pub fn eviction_reason(&self, pause_id: &PauseId) -> String {
+        self.meta
+            .get(eviction_key(pause_id))
+            .ok()
+            .flatten()
+            .and_then(|bytes| String::from_utf8(bytes.to_vec()).ok())
+            .unwrap_or_else(|| "the proxy ended it before its deadline".to_owned())
+    }
+
     fn update_status(
         &self,
         pause_id: &PauseId,
@@ -476,29 +358,6 @@ impl PauseStore {
             }
         }
         Err(StoreError::Contention { op })
-    }
-
-    /// Ends a paused call for a reason of the proxy's own: `Paused` -> `Evicted` (compare-and-swap,
-    /// `Ok(false)` when it was no longer paused), with `reason` kept for the retry's error.
-    pub fn evict(&self, pause_id: &PauseId, reason: &str) -> Result<bool, StoreError> {
-        let evicted = self.transition(pause_id, PauseStatus::Paused, PauseStatus::Evicted)?;
-        if evicted {
-            // A claim in between reads the generic reason: it is told "evicted" all the same.
-            self.meta
-                .insert(eviction_key(pause_id), reason.as_bytes())
-                .map_err(sled_error("record an eviction reason"))?;
-        }
-        Ok(evicted)
-    }
-
-    /// Why a pause was evicted (a generic text when the reason is gone).
-    pub fn eviction_reason(&self, pause_id: &PauseId) -> String {
-        self.meta
-            .get(eviction_key(pause_id))
-            .ok()
-            .flatten()
-            .and_then(|bytes| String::from_utf8(bytes.to_vec()).ok())
-            .unwrap_or_else(|| "the proxy ended it before its deadline".to_owned())
     }
 
     /// Every record with its raw bytes; undecodable ones are logged and passed as `None` so
@@ -614,6 +473,89 @@ impl PauseStore {
     }
 }
 
+#[async_trait::async_trait]
+impl PauseStore for SledStore {
+    fn instance_id(&self) -> u64 {
+        self.boot_id
+    }
+
+    async fn recover(&self) -> Result<usize, StoreError> {
+        self.mark_previous_boots_lost()
+    }
+
+    async fn state_key(&self) -> Result<StateKey, StoreError> {
+        SledStore::state_key(self)
+    }
+
+    async fn park(&self, record: &PauseRecord) -> Result<(), StoreError> {
+        self.insert(record)
+    }
+
+    async fn get(&self, pause_id: &PauseId) -> Result<Option<PauseRecord>, StoreError> {
+        SledStore::get(self, pause_id)
+    }
+
+    async fn claim(&self, pause_id: &PauseId, now_ms: u64) -> Result<PauseRecord, ClaimError> {
+        SledStore::claim(self, pause_id, now_ms)
+    }
+
+    async fn set_status(&self, pause_id: &PauseId, status: PauseStatus) -> Result<(), StoreError> {
+        SledStore::set_status(self, pause_id, status)
+    }
+
+    async fn transition(
+        &self,
+        pause_id: &PauseId,
+        from: PauseStatus,
+        to: PauseStatus,
+    ) -> Result<bool, StoreError> {
+        SledStore::transition(self, pause_id, from, to)
+    }
+
+    async fn evict(&self, pause_id: &PauseId, reason: &str) -> Result<bool, StoreError> {
+        SledStore::evict(self, pause_id, reason)
+    }
+
+    async fn expired(&self, now_ms: u64) -> Result<Vec<PauseRecord>, StoreError> {
+        SledStore::expired(self, now_ms)
+    }
+
+    async fn sweep(&self, older_than_ms: u64) -> Result<usize, StoreError> {
+        self.prune(older_than_ms)
+    }
+
+    async fn counts(&self) -> BTreeMap<PauseStatus, usize> {
+        SledStore::counts(self)
+    }
+
+    async fn flush(&self) -> Result<(), StoreError> {
+        let store = self.clone();
+        // fsync blocks: keep it off the runtime's workers.
+        tokio::task::spawn_blocking(move || SledStore::flush(&store))
+            .await
+            .unwrap_or_else(|_| Err(StoreError::Contention { op: "flush" }))
+    }
+
+    async fn health(&self) -> Result<(), String> {
+        let store = self.clone();
+        tokio::task::spawn_blocking(move || store.probe())
+            .await
+            .unwrap_or_else(|_| Err("the pause store probe did not finish".to_owned()))
+    }
+}
+
+#[cfg(unix)]
+fn file_identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let metadata = std::fs::metadata(path).ok()?;
+    Some((metadata.dev(), metadata.ino()))
+}
+
+#[cfg(not(unix))]
+fn file_identity(path: &Path) -> Option<(u64, u64)> {
+    std::fs::metadata(path).ok().map(|_| (0, 0))
+}
+
 /// One entry of a full scan: the raw value (for compare-and-swap) and the record, `None` when
 /// it does not decode.
 struct Scanned {
@@ -656,7 +598,7 @@ mod tests {
 
     const NOW: u64 = 1_800_000_000_000;
 
-    fn record(store: &PauseStore, deadline_ms: u64) -> PauseRecord {
+    fn record(store: &SledStore, deadline_ms: u64) -> PauseRecord {
         PauseRecord {
             pause_id: PauseId::random(),
             boot_id: store.boot_id(),
@@ -670,7 +612,7 @@ mod tests {
         }
     }
 
-    fn status(store: &PauseStore, id: &PauseId) -> Option<PauseStatus> {
+    fn status(store: &SledStore, id: &PauseId) -> Option<PauseStatus> {
         store.get(id).unwrap().map(|record| record.status)
     }
 
@@ -683,7 +625,7 @@ mod tests {
 
     #[test]
     fn insert_then_claim_once() {
-        let store = PauseStore::temporary().unwrap();
+        let store = SledStore::temporary().unwrap();
         let rec = record(&store, NOW + 1_000);
         store.insert(&rec).unwrap();
         assert_eq!(store.get(&rec.pause_id).unwrap(), Some(rec.clone()));
@@ -713,7 +655,7 @@ mod tests {
 
     #[test]
     fn an_evicted_pause_tells_its_retry_why() {
-        let store = PauseStore::temporary().unwrap();
+        let store = SledStore::temporary().unwrap();
         let rec = record(&store, NOW + 1_000);
         store.insert(&rec).unwrap();
         assert!(store
@@ -741,7 +683,7 @@ mod tests {
 
     #[test]
     fn claim_unknown() {
-        let store = PauseStore::temporary().unwrap();
+        let store = SledStore::temporary().unwrap();
         assert!(matches!(
             store.claim(&PauseId::random(), NOW),
             Err(ClaimError::Unknown)
@@ -755,7 +697,7 @@ mod tests {
 
     #[test]
     fn claim_outcome_for_each_status() {
-        let store = PauseStore::temporary().unwrap();
+        let store = SledStore::temporary().unwrap();
         for (status, expected) in [
             (PauseStatus::Paused, "ok"),
             (PauseStatus::Resuming, "already_used"),
@@ -788,13 +730,13 @@ mod tests {
         }
     }
 
-    fn status_of(store: &PauseStore, rec: &PauseRecord) -> PauseStatus {
+    fn status_of(store: &SledStore, rec: &PauseRecord) -> PauseStatus {
         status(store, &rec.pause_id).unwrap()
     }
 
     #[test]
     fn claim_deadline_boundary() {
-        let store = PauseStore::temporary().unwrap();
+        let store = SledStore::temporary().unwrap();
         let rec = record(&store, NOW);
         store.insert(&rec).unwrap();
         assert!(matches!(
@@ -815,7 +757,7 @@ mod tests {
 
     #[test]
     fn concurrent_claims_exactly_one_wins() {
-        let store = PauseStore::temporary().unwrap();
+        let store = SledStore::temporary().unwrap();
         for threads in [2usize, 8] {
             for _ in 0..50 {
                 let rec = record(&store, NOW + 1_000);
@@ -850,7 +792,7 @@ mod tests {
     #[test]
     fn claim_racing_the_sweep() {
         // A claim and the sweep's transition Paused -> Expired: exactly one of them wins.
-        let store = PauseStore::temporary().unwrap();
+        let store = SledStore::temporary().unwrap();
         for _ in 0..50 {
             let rec = record(&store, NOW + 1_000);
             store.insert(&rec).unwrap();
@@ -880,7 +822,7 @@ mod tests {
 
     #[test]
     fn expired_sweep() {
-        let store = PauseStore::temporary().unwrap();
+        let store = SledStore::temporary().unwrap();
         let past = record(&store, NOW - 1);
         let due = record(&store, NOW);
         let future = record(&store, NOW + 1);
@@ -935,7 +877,7 @@ mod tests {
         let path = dir.path().join("store");
         let (paused, resuming, finished, cancelled, first_boot);
         {
-            let store = PauseStore::open(&path).unwrap();
+            let store = SledStore::open(&path).unwrap();
             first_boot = store.boot_id();
             paused = record(&store, NOW + 60_000);
             resuming = record(&store, NOW + 60_000);
@@ -1011,7 +953,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("nested").join("store");
         let first = {
-            let store = PauseStore::open(&path).unwrap();
+            let store = SledStore::open(&path).unwrap();
             let key = store.state_key().unwrap();
             assert_eq!(store.state_key().unwrap().to_text(), key.to_text());
             key.to_text()
@@ -1025,14 +967,14 @@ mod tests {
         let store = crate::fuzzing::reopen_store(&path);
         assert_eq!(store.state_key().unwrap().to_text(), first);
         // Another store has another key.
-        let other = PauseStore::temporary().unwrap();
+        let other = SledStore::temporary().unwrap();
         assert_ne!(other.state_key().unwrap().to_text(), first);
     }
 
     #[test]
     fn concurrent_first_state_key_calls_agree() {
         for _ in 0..20 {
-            let store = PauseStore::temporary().unwrap();
+            let store = SledStore::temporary().unwrap();
             let barrier = Barrier::new(4);
             let keys: Vec<String> = std::thread::scope(|scope| {
                 let handles: Vec<_> = (0..4)
@@ -1052,7 +994,7 @@ mod tests {
     #[test]
     fn corrupt_state_key_is_an_error() {
         for garbage in [&b"short"[..], &[0xff, 0xfe], b""] {
-            let store = PauseStore::temporary().unwrap();
+            let store = SledStore::temporary().unwrap();
             store.meta.insert(STATE_KEY, garbage).unwrap();
             let error = store.state_key().unwrap_err();
             assert!(
@@ -1064,7 +1006,7 @@ mod tests {
 
     #[test]
     fn prune_deletes_old_terminal_records_only() {
-        let store = PauseStore::temporary().unwrap();
+        let store = SledStore::temporary().unwrap();
         let old = NOW - 100_000;
         let with = |status, deadline| {
             let rec = PauseRecord {
@@ -1101,7 +1043,7 @@ mod tests {
     fn prune_deletes_records_of_earlier_boots() {
         let dir = tempfile::tempdir().unwrap();
         let rec = {
-            let store = PauseStore::open(dir.path()).unwrap();
+            let store = SledStore::open(dir.path()).unwrap();
             let rec = record(&store, NOW);
             store.insert(&rec).unwrap();
             store.flush().unwrap();
@@ -1116,7 +1058,7 @@ mod tests {
 
     #[test]
     fn corrupt_records_are_lost_not_panics() {
-        let store = PauseStore::temporary().unwrap();
+        let store = SledStore::temporary().unwrap();
         let good = record(&store, NOW + 1_000);
         store.insert(&good).unwrap();
         let garbage_id = PauseId::random();
@@ -1170,7 +1112,7 @@ mod tests {
 
     #[test]
     fn insert_refuses_duplicates() {
-        let store = PauseStore::temporary().unwrap();
+        let store = SledStore::temporary().unwrap();
         let rec = record(&store, NOW + 1);
         store.insert(&rec).unwrap();
         store.claim(&rec.pause_id, NOW).unwrap();
@@ -1184,7 +1126,7 @@ mod tests {
 
     #[test]
     fn counts_cover_every_status() {
-        let store = PauseStore::temporary().unwrap();
+        let store = SledStore::temporary().unwrap();
         assert_eq!(store.counts().len(), PauseStatus::ALL.len());
         assert!(store.counts().values().all(|n| *n == 0));
         for (status, n) in [
@@ -1268,6 +1210,21 @@ mod tests {
         assert!(ClaimError::AlreadyUsed.to_string().contains("one retry"));
     }
 
+    #[test]
+    fn a_replaced_store_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store");
+        let store = SledStore::open(&path).unwrap();
+        assert_eq!(store.probe(), Ok(()));
+        std::fs::rename(&path, dir.path().join("moved")).unwrap();
+        std::fs::write(&path, b"not a directory").unwrap();
+        let reason = store.probe().unwrap_err();
+        assert!(reason.contains("removed or replaced"), "{reason}");
+        std::fs::remove_file(&path).unwrap();
+        std::fs::rename(dir.path().join("moved"), &path).unwrap();
+        assert_eq!(store.probe(), Ok(()));
+    }
+
     // ---- model-based test of the pause state machine ----
 
     #[derive(Debug, Clone)]
@@ -1345,7 +1302,7 @@ mod tests {
         #[test]
         fn prop_store_agrees_with_model(ops in proptest::collection::vec(arb_op(), 1..40)) {
             let dir = tempfile::tempdir().unwrap();
-            let mut store = PauseStore::open(dir.path()).unwrap();
+            let mut store = SledStore::open(dir.path()).unwrap();
             let mut boot = 0u32;
             let mut now = NOW;
             let mut ids: Vec<PauseId> = Vec::new();
