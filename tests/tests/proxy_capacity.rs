@@ -262,7 +262,7 @@ async fn a_pause_whose_session_ended_is_told_it_was_evicted(raw: &RawClient, kil
     let mut retry = raw.retry_request("ask_name", json!({}), json!({}), Some(state));
     retry.set_header("Authorization", &bearer(7));
     let told = raw.send(&retry).await;
-    let message = assert_error(&told, &retry, &[-32602]);
+    let message = assert_error(&told, &retry, &[-32603]);
     assert!(message.contains("evicted"), "{message}");
     assert!(message.contains("legacy session ended"), "{message}");
     assert!(!message.contains("expired"), "{message}");

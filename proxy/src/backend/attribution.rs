@@ -15,8 +15,10 @@
 //! [`Scope::CallStream`]: later calls of the kind share one session (a paused call then costs
 //! its parked state and one open response stream, not a session). A server request on the GET
 //! stream marks it [`Scope::Session`] (sticky): its calls keep a session each. A probe that
-//! finishes without asking anything marks its kind [`Scope::Quiet`] (shared too: nothing to
-//! attribute). A server request that arrives on the GET stream of a session that carries shared
+//! finishes without asking anything marks its kind [`Scope::Quiet`]: its calls take exclusive
+//! lanes without waiting for a probe (a call that asks nothing costs its lane only while it
+//! runs), and any of them still learns where requests arrive, since whether a tool asks may
+//! depend on its arguments or the client's capabilities. A server request that arrives on the GET stream of a session that carries shared
 //! calls cannot be attributed: it is answered by the proxy (spec-digest T7) and every kind in
 //! flight on that session becomes [`Scope::Session`].
 
@@ -46,7 +48,7 @@ pub enum Scope {
     Probing,
     /// Its server requests arrive on the call's own POST stream: share sessions.
     CallStream,
-    /// A call of the kind finished without sending a server request: share sessions.
+    /// A call of the kind finished without sending a server request: exclusive lanes, no wait.
     Quiet,
     /// Its server requests arrive on the GET stream (or could not be attributed): a session
     /// per call.
@@ -126,8 +128,8 @@ impl Attribution {
         }
         let mut kinds = self.kinds();
         match kinds.get(kind) {
-            Some(Scope::CallStream | Scope::Quiet) => Some(Placement::Shared),
-            Some(Scope::Session) => Some(Placement::Exclusive { probe: false }),
+            Some(Scope::CallStream) => Some(Placement::Shared),
+            Some(Scope::Session | Scope::Quiet) => Some(Placement::Exclusive { probe: false }),
             Some(Scope::Probing) if waited_enough => Some(Placement::Exclusive { probe: false }),
             Some(Scope::Probing) => None,
             None => {
@@ -231,6 +233,12 @@ mod tests {
             Some(Placement::Exclusive { probe: true })
         ));
         attribution.probe_ended(echo, true);
+        assert_eq!(
+            attribution.place(echo, false),
+            Some(Placement::Exclusive { probe: false }),
+            "a quiet kind takes exclusive lanes without waiting"
+        );
+        attribution.on_call_stream(echo);
         assert_eq!(attribution.place(echo, false), Some(Placement::Shared));
 
         let forced = Attribution::new(CallSessions::Exclusive);

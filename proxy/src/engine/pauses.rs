@@ -428,7 +428,8 @@ fn claim_refusal(error: &ClaimError) -> ErrorObject {
             format!("the paused call was lost: {error}"),
         ),
         ClaimError::Store(_) => (codes::INTERNAL_ERROR, error.to_string()),
-        ClaimError::Evicted(_) => (codes::INVALID_PARAMS, error.to_string()),
+        // Like a lost pause: the proxy's side ended it, not the client's state.
+        ClaimError::Evicted(_) => (codes::INTERNAL_ERROR, error.to_string()),
         _ => (
             codes::INVALID_PARAMS,
             format!("invalid requestState: {error}"),
