@@ -83,10 +83,19 @@ pub struct Args {
     pub request_timeout: Duration,
 
     /// Most legacy lanes at once: child processes (stdio) or sessions (HTTP). With stdio, 1 means
-    /// one process for everything: calls that may need input are queued one at a time
-    /// [default: 4 for stdio, 32 for HTTP]
+    /// one process for everything: calls that may need input are queued one at a time. Lanes
+    /// start on demand [default: 4 for stdio; for HTTP, --max-paused-calls + 32, so that paused
+    /// calls that each need a session of their own all fit]
     #[arg(long, value_name = "N")]
     pub pool_size: Option<usize>,
+
+    /// Whether calls share legacy Streamable HTTP sessions: `auto` learns, per tool, whether the
+    /// legacy server sends its mid-call requests on the call's own response stream (then calls
+    /// share a session) or on the session's GET stream (then each call gets a session);
+    /// `exclusive`: a session per call; `shared`: always share (requests on the GET stream are
+    /// then declined)
+    #[arg(long, value_enum, default_value_t = crate::backend::CallSessions::Auto, value_name = "MODE")]
+    pub call_sessions: crate::backend::CallSessions,
 
     /// A root to answer `roots/list` with when the legacy server asks outside any call (repeatable)
     #[arg(long = "root", value_name = "URI")]

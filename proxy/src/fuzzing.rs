@@ -114,7 +114,7 @@ impl LegacyRouter {
                 calls.push(call);
             }
         }
-        let events = leased.then(|| core.attach_lease().1);
+        let events = leased.then(|| core.attach_lease(None).1);
         LegacyRouter {
             core,
             sent,

@@ -66,7 +66,9 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
         (None, None) => bail!("give the legacy server: --upstream URL, or `-- COMMAND [ARGS]...`"),
     };
     let default_pool = match spec {
-        backend::BackendSpec::Http { .. } => 32,
+        // Paused calls that need a session each (a server that sends mid-call requests on its
+        // GET stream) hold one; lanes start on demand, so the bound costs nothing unused.
+        backend::BackendSpec::Http { .. } => args.max_paused_calls.saturating_add(32),
         backend::BackendSpec::Stdio { .. } => 4,
     };
     let store = store::open(&args.store, args.advertise.as_deref())
@@ -100,6 +102,7 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
                 "version": env!("CARGO_PKG_VERSION"),
             }),
             request_timeout: args.request_timeout,
+            call_sessions: args.call_sessions,
         },
     );
     let engine = engine::Engine::new(

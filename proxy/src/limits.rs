@@ -129,6 +129,27 @@ impl RequestGate {
     }
 }
 
+/// The refusal of a *new* call when every legacy lane it could use is held by a paused call
+/// (the pool is at `--pool-size`): retryable, HTTP 503 with `Retry-After` on the HTTP front, this
+/// `-32000` error on stdio. Counted as `mcp_proxy_rejections_total{reason="lane_capacity"}`.
+pub fn capacity_refusal(lanes: usize) -> ErrorObject {
+    ErrorObject::new(
+        LIMIT_EXCEEDED,
+        format!(
+            "the proxy is at capacity: all {lanes} legacy sessions (--pool-size) are held by paused calls waiting for their clients; retry after {RETRY_AFTER_SECS} s"
+        ),
+    )
+    .with_data(json!({"limit": "pool-size", "max": lanes, "retryAfterSeconds": RETRY_AFTER_SECS}))
+}
+
+/// The `Retry-After` (seconds) of a retryable refusal such as [`capacity_refusal`].
+pub fn retry_after(error: &ErrorObject) -> Option<u64> {
+    if error.code != LIMIT_EXCEEDED {
+        return None;
+    }
+    error.data.as_ref()?.get("retryAfterSeconds")?.as_u64()
+}
+
 /// Why a call may not pause.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PauseRefusal {

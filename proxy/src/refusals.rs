@@ -15,11 +15,14 @@ pub fn state_refusal(error: &StateError) -> ErrorObject {
     ErrorObject::new(codes::INVALID_PARAMS, error.to_string())
 }
 
-/// A state that opened but whose pause cannot be claimed. Lost pauses and store failures are the
-/// server's fault (`-32603`); a replay, an expiry or a cancellation is the caller's (`-32602`).
+/// A state that opened but whose pause cannot be claimed. Lost or evicted pauses and store
+/// failures are the server's fault (`-32603`); a replay, an expiry or a cancellation is the
+/// caller's (`-32602`).
 pub fn claim_refusal(error: &ClaimError) -> ErrorObject {
     let code = match error {
-        ClaimError::Unknown | ClaimError::Lost | ClaimError::Store(_) => codes::INTERNAL_ERROR,
+        ClaimError::Unknown | ClaimError::Lost | ClaimError::Evicted(_) | ClaimError::Store(_) => {
+            codes::INTERNAL_ERROR
+        }
         ClaimError::AlreadyUsed | ClaimError::Expired | ClaimError::Cancelled => {
             codes::INVALID_PARAMS
         }
@@ -80,6 +83,7 @@ mod tests {
             ClaimError::AlreadyUsed,
             ClaimError::Expired,
             ClaimError::Cancelled,
+            ClaimError::Evicted("its legacy session ended".into()),
             ClaimError::Lost,
             ClaimError::Store(StoreError::Corrupt {
                 pause_id: "00".repeat(16),

@@ -181,6 +181,8 @@ impl ResponseSink {
     /// [`ResponseSink::finish`] with a result that may be raw legacy text.
     pub async fn finish_reply(mut self, id: Value, outcome: Result<Reply, ErrorObject>) {
         let http_status = match &outcome {
+            // A retryable refusal (the proxy at capacity): 503 with `Retry-After`.
+            Err(error) if crate::limits::retry_after(error).is_some() => 503,
             Err(error) => http_status(error.code),
             Ok(_) => 200,
         };

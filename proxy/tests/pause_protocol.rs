@@ -144,6 +144,7 @@ fn expected_retry(
         PauseStatus::Resuming | PauseStatus::Finished => "already_used",
         PauseStatus::Expired => "expired",
         PauseStatus::Cancelled => "cancelled",
+        PauseStatus::Evicted => "evicted",
         PauseStatus::Paused if now >= record.deadline => "expired",
         PauseStatus::Paused => "resumed",
     }

@@ -10,7 +10,14 @@ mirrors, it deliberately uses the legacy push-style APIs: tools send server-init
 (elicitation, sampling, roots) in the middle of their own `tools/call` and await the answers,
 and send log and progress notifications. Do not copy it into a new server.
 
-Usage: server.py [--host 127.0.0.1] --port N. Nothing is written to stdout; logs go to stderr.
+With `--transport streamable-http` the same tools are served over legacy Streamable HTTP at
+`/mcp` (stateful sessions, SSE responses). Then `ask_name` and `ask_twice` (`ctx.elicit`) send
+their requests on the call's own POST response stream, while `summarize` and
+`list_workspace_roots` (`ctx.session.create_message` / `list_roots`, no related request) send
+theirs on the session's GET stream: the two behaviours the proxy must tell apart.
+
+Usage: server.py [--host 127.0.0.1] --port N [--transport sse|streamable-http]. Nothing is
+written to stdout; logs go to stderr.
 """
 
 import argparse
@@ -142,12 +149,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument("--port", type=int, required=True, help="port to listen on")
+    parser.add_argument(
+        "--transport", choices=["sse", "streamable-http"], default="sse", help="legacy transport"
+    )
     args = parser.parse_args()
     mcp.settings.host = args.host
     mcp.settings.port = args.port
+    # Thousands of paused calls at once: uvicorn's access log would dominate the run.
+    mcp.settings.log_level = "WARNING"
     # uvicorn's access log goes to stdout: send it, and anything else, to stderr.
     sys.stdout = sys.stderr
-    mcp.run(transport="sse")
+    mcp.run(transport=args.transport)
 
 
 if __name__ == "__main__":

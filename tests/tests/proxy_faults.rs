@@ -42,6 +42,19 @@ async fn assert_lost(raw: &RawClient, requests: &Value, state: &str) {
     );
 }
 
+/// Retries a pause whose legacy session ended under it and asserts the "evicted" error with its
+/// reason (issue 11: never "expired", never a result).
+async fn assert_evicted(raw: &RawClient, requests: &Value, state: &str) {
+    let answers = Script::default().answer_all(requests).unwrap();
+    let request = raw.retry_request("ask_name", json!({}), answers, Some(state));
+    let response = raw.send(&request).await;
+    let message = assert_error(&response, &request, &[-32603]);
+    assert!(
+        message.contains("evicted: its legacy session ended"),
+        "the error says the paused call was evicted, and why: {message:?}"
+    );
+}
+
 /// A new `ask_name` completes. The proxy may need a moment to bring the backend back, so
 /// failures are retried for up to 30 s; the last one is reported.
 async fn a_new_call_works(proxy: &Proxy) {
@@ -83,7 +96,7 @@ async fn a_killed_stdio_backend_loses_the_paused_call_and_is_replaced() {
             !killed.is_empty(),
             "the proxy runs the legacy server as a child"
         );
-        assert_lost(&raw, &requests, &state).await;
+        assert_evicted(&raw, &requests, &state).await;
 
         a_new_call_works(&stack.proxy).await;
         let now = stack.proxy.backend_pids();
@@ -187,7 +200,7 @@ async fn a_backend_restart_mid_pause_loses_the_pause(kind: BackendKind) {
     let (requests, state) = pause_ask_name(&raw).await;
     kill_backend(&mut stack).await;
     restart_backend(&mut stack).await;
-    assert_lost(&raw, &requests, &state).await;
+    assert_evicted(&raw, &requests, &state).await;
     a_new_call_works(&stack.proxy).await;
 }
 
@@ -296,8 +309,8 @@ async fn an_unwritable_store_refuses_new_pauses_but_passes_through() {
 }
 
 /// A client that never retries: the TTL sweep cancels the legacy call and frees its lane at
-/// once (a new call gets the only lane well before the 2 s after which a waiting call would
-/// evict the pause instead).
+/// once (the lane, whose cancelled call may still be winding down, is replaced by a fresh one;
+/// a new call gets it well before the 2 s after which it would be refused as over capacity).
 async fn a_client_that_never_retries_is_swept(kind: BackendKind) {
     let stack = Stack::start(
         kind,

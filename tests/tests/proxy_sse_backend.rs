@@ -130,7 +130,10 @@ async fn a_crashed_sse_server_loses_the_pause_and_comes_back() {
         );
         let lost = raw.send(&retry).await;
         let message = assert_error(&lost, &retry, &[-32603]);
-        assert!(message.contains("lost"), "{message}");
+        assert!(
+            message.contains("evicted: its legacy session ended"),
+            "{message}"
+        );
         let mut echoed = None;
         for _ in 0..50 {
             let response = raw.call_tool("echo", json!({ "text": "back" })).await;

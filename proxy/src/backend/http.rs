@@ -10,8 +10,10 @@
 //!   stream (SEP-1699 polling, T18), at once when the connection broke. A server that cannot be
 //!   reached any more fails the call with `Crashed` and kills the lane.
 //! - The standalone `GET` stream is opened right after `initialize` and kept open (reconnecting
-//!   with `Last-Event-ID`; `405` means the server offers none). rmcp 2.x sends every server
-//!   request and log notification there.
+//!   with `Last-Event-ID`; `405` means the server offers none); the session is ready once the
+//!   server answered it (at most 2 s), since a server may drop what it sends while no GET stream
+//!   is open (the TypeScript SDK 1.x does). rmcp 2.x sends every server request and log
+//!   notification there.
 //! - Our responses and notifications are POSTed too; the server answers `202`.
 //! - `404` means the session expired: the lane re-initializes (a new session, same profile) and
 //!   every call in flight on the old session fails with [`BackendError::Crashed`].
@@ -34,7 +36,7 @@ use tokio::task::JoinHandle;
 use tracing::Instrument as _;
 
 use super::http_client::{LaneConnections, Upstream};
-use super::lane_core::{LaneCore, Outbound};
+use super::lane_core::{CallTag, LaneCore, Outbound};
 use super::sse::SseParser;
 use super::{BackendError, Initialized, PendingCall};
 use crate::jsonrpc::{ErrorObject, Message};
@@ -51,6 +53,8 @@ const DEFAULT_RETRY: Duration = Duration::from_millis(500);
 const MAX_RETRY: Duration = Duration::from_secs(10);
 /// Resumption attempts in a row that bring nothing before a call's stream is given up.
 const MAX_IDLE_RESUMES: u32 = 3;
+/// How long a new session waits for the server to answer its standalone GET.
+const GET_STREAM_WAIT: Duration = Duration::from_secs(2);
 /// Largest `application/json` body read.
 const MAX_JSON_BODY: usize = 64 * 1024 * 1024;
 
@@ -242,12 +246,16 @@ impl HttpLane {
         method: &str,
         params: Value,
         progress_token: Option<Value>,
+        tag: CallTag,
     ) -> Result<(PendingCall, Option<mpsc::Receiver<Value>>), BackendError> {
         let session = self.shared.session();
-        let (message, call, progress) =
-            self.shared
-                .core
-                .start_request(method, params, session.epoch, progress_token)?;
+        let (message, call, progress) = self.shared.core.start_tagged_request(
+            method,
+            params,
+            session.epoch,
+            progress_token,
+            tag,
+        )?;
         let shared = Arc::clone(&self.shared);
         let id = call.legacy_id.clone();
         tokio::spawn(
@@ -416,7 +424,7 @@ impl HttpShared {
             let shared = Arc::clone(self);
             let id = call.legacy_id.clone();
             let reader = tokio::spawn(
-                async move { shared.read_response(response, &id).await }
+                async move { shared.read_response(response, Some(&id)).await }
                     .instrument(self.core.span.clone()),
             );
             let result = super::await_initialize(call, self.init_timeout).await;
@@ -452,10 +460,15 @@ impl HttpShared {
             return Ok(initialized);
         }
         let shared = Arc::clone(self);
+        let (open_tx, open) = tokio::sync::oneshot::channel();
         let task = tokio::spawn(
-            async move { shared.run_get_stream().await }.instrument(self.core.span.clone()),
+            async move { shared.run_get_stream(Some(open_tx)).await }
+                .instrument(self.core.span.clone()),
         );
         *lock(&self.get_task) = Some(task);
+        // A server that sends requests on the GET stream drops them while no stream is open
+        // (the TypeScript SDK does): the lane serves calls once the server answered the GET.
+        let _ = tokio::time::timeout(GET_STREAM_WAIT.min(self.init_timeout), open).await;
         Ok(initialized)
     }
 
@@ -525,7 +538,7 @@ impl HttpShared {
             return;
         }
         let success = status.is_success();
-        let mut resume = self.read_response(response, &id).await;
+        let mut resume = self.read_response(response, Some(&id)).await;
         let mut idle = 0;
         while success
             && self.core.is_pending(&id)
@@ -549,7 +562,7 @@ impl HttpShared {
                 Ok(response) if response.status().is_success() => {
                     // Read only while the call waits: a server that ignores `Last-Event-ID` would
                     // otherwise hold us on a fresh stream forever.
-                    let read = self.read_response(response, &id);
+                    let read = self.read_response(response, Some(&id));
                     let done = async {
                         while self.core.is_pending(&id) {
                             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -617,10 +630,12 @@ impl HttpShared {
 
     /// Reads a response body (JSON or SSE) through the router. For an SSE stream with event ids,
     /// returns what a resumption needs.
+    /// `call`: the response belongs to that request of ours (what its stream carries is the
+    /// call's); `None` for the answer to a POSTed response or notification.
     async fn read_response(
         &self,
         response: http::Response<Incoming>,
-        id: &Value,
+        call: Option<&Value>,
     ) -> Option<StreamEnd> {
         let content_type = response
             .headers()
@@ -630,7 +645,7 @@ impl HttpShared {
             .to_owned();
         if is_event_stream(&content_type) {
             let mut parser = SseParser::new();
-            let clean = self.read_sse(response.into_body(), &mut parser).await;
+            let clean = self.read_sse(response.into_body(), &mut parser, call).await;
             let retry = parser
                 .retry_ms()
                 .map(Duration::from_millis)
@@ -657,8 +672,8 @@ impl HttpShared {
         if body.iter().all(u8::is_ascii_whitespace) {
             return None;
         }
-        self.process_bytes(&body);
-        if self.core.is_pending(id) && !content_type.contains("json") {
+        self.process_bytes(&body, call);
+        if call.is_some_and(|id| self.core.is_pending(id)) && !content_type.contains("json") {
             tracing::debug!(%content_type, "unexpected response content type");
         }
         None
@@ -666,7 +681,12 @@ impl HttpShared {
 
     /// Reads SSE events until the body ends, routing each `message` event. Returns whether the
     /// stream ended cleanly (rather than with a broken connection).
-    async fn read_sse(&self, mut body: Incoming, parser: &mut SseParser) -> bool {
+    async fn read_sse(
+        &self,
+        mut body: Incoming,
+        parser: &mut SseParser,
+        call: Option<&Value>,
+    ) -> bool {
         let clean = loop {
             match body.frame().await {
                 None => break true,
@@ -678,7 +698,7 @@ impl HttpShared {
                     if let Some(data) = frame.data_ref() {
                         for event in parser.feed(data) {
                             if event.event == "message" {
-                                self.process_bytes(event.data.as_bytes());
+                                self.process_bytes(event.data.as_bytes(), call);
                             } else {
                                 tracing::debug!(event = %event.event, "SSE event of another type ignored");
                             }
@@ -691,8 +711,8 @@ impl HttpShared {
         clean
     }
 
-    fn process_bytes(&self, bytes: &[u8]) {
-        self.core.handle_bytes(bytes, "http response");
+    fn process_bytes(&self, bytes: &[u8], call: Option<&Value>) {
+        self.core.handle_bytes_from(bytes, "http response", call);
     }
 
     /// POSTs a response or notification; the server should answer 202.
@@ -723,13 +743,14 @@ impl HttpShared {
         }
         if status != StatusCode::ACCEPTED {
             // Unusual, but whatever came back is routed like any other message.
-            let _ = self.read_response(response, &Value::Null).await;
+            let _ = self.read_response(response, None).await;
         }
         Ok(())
     }
 
     /// The standalone GET stream: kept open, reconnected with `Last-Event-ID`.
-    async fn run_get_stream(self: Arc<Self>) {
+    /// `open` is told once the server answered the first GET (whatever it answered).
+    async fn run_get_stream(self: Arc<Self>, mut open: Option<tokio::sync::oneshot::Sender<()>>) {
         let mut last_event_id: Option<String> = None;
         let mut epoch = self.session().epoch;
         let mut backoff = DEFAULT_RETRY;
@@ -745,12 +766,16 @@ impl HttpShared {
             let Some(request) = self.get(&session, last_event_id.as_deref()) else {
                 return;
             };
-            match self.client.request(request).await {
+            let answered = self.client.request(request).await;
+            if let Some(open) = open.take() {
+                let _ = open.send(());
+            }
+            match answered {
                 Ok(response) if response.status() == StatusCode::OK => {
                     backoff = DEFAULT_RETRY;
                     tracing::debug!("standalone GET stream open");
                     let mut parser = SseParser::new();
-                    let clean = self.read_sse(response.into_body(), &mut parser).await;
+                    let clean = self.read_sse(response.into_body(), &mut parser, None).await;
                     if let Some(last) = parser.last_event_id().filter(|last| !last.is_empty()) {
                         last_event_id = Some(last.to_owned());
                     }

@@ -6,12 +6,17 @@
 //! - `ping` is answered `{}` right here, always;
 //! - a `notifications/progress` whose token was registered with
 //!   [`LaneCore::start_request`] goes to that call's progress channel, leased or not;
+//! - a server request or notification read from the POST response stream of a call that
+//!   registered a call route ([`CallTag::Routed`], shared sessions) goes to that call's channel;
 //! - while the lane is leased, every other server request and notification goes to the lease's
 //!   event channel;
 //! - otherwise server requests are answered locally ([`LaneCore::local_answer`], spec-digest T7)
 //!   and notifications are logged.
+//!
+//! Where each server request arrived (a call's own POST stream or elsewhere) is reported to the
+//! pool's [`Attribution`], which decides whether calls of that kind may share a session.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -21,6 +26,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::{mpsc, oneshot};
 use tracing::Span;
 
+use super::attribution::Attribution;
 use super::{BackendError, BackendEvent, ChangeFeed, PendingCall, CHANGE_NOTIFICATIONS};
 use crate::capabilities::CapabilityProfile;
 use crate::jsonrpc::{codes, ErrorObject, Message, Reply};
@@ -58,6 +64,34 @@ struct LeaseRoute {
     events: mpsc::Sender<BackendEvent>,
     /// Keyed by the serialised request id.
     delivered: HashMap<String, Delivered>,
+    /// The kind of the calls the lease holder runs (for [`Attribution`]).
+    kind: Option<Arc<str>>,
+    /// Legacy ids of the lease holder's calls ([`CallTag::Leased`]).
+    calls: Vec<u64>,
+    /// Whether a server request reached the lease.
+    asked: bool,
+}
+
+/// Where what arrives on one call's own POST response stream goes (a call on a shared session).
+struct CallRoute {
+    events: mpsc::Sender<BackendEvent>,
+    kind: Arc<str>,
+    /// Server requests delivered and not answered yet, by serialised id.
+    delivered: HashMap<String, Delivered>,
+}
+
+/// How a request of a correlatable call is registered on the lane.
+#[derive(Debug, Clone)]
+pub(crate) enum CallTag {
+    /// Not a correlatable call (pass-through, `initialize`).
+    None,
+    /// The call of the lease holder (exclusive lane).
+    Leased,
+    /// A call on a shared session: what its own response stream carries goes to `events`.
+    Routed {
+        events: mpsc::Sender<BackendEvent>,
+        kind: Arc<str>,
+    },
 }
 
 #[derive(Default)]
@@ -66,6 +100,12 @@ struct CoreState {
     lease: Option<LeaseRoute>,
     lease_generation: u64,
     progress: HashMap<String, mpsc::Sender<Value>>,
+    /// Call routes by the call's legacy id.
+    calls: HashMap<u64, CallRoute>,
+    /// Server request id (serialised) -> the legacy id of the routed call it was delivered to.
+    call_requests: HashMap<String, u64>,
+    /// Requests of ours cancelled so far ([`LaneCore::note_cancelled`]).
+    cancelled: u64,
 }
 
 /// The transport-independent half of a lane.
@@ -90,6 +130,8 @@ pub(crate) struct LaneCore {
     /// Events handed to a lease so far (queued or on their way), for a holder that must know
     /// whether it has taken them all ([`LaneCore::lease_events_sent`]).
     lease_events: AtomicU64,
+    /// The pool's knowledge of where server requests arrive (none in unit tests).
+    attribution: OnceLock<Arc<Attribution>>,
 }
 
 impl fmt::Debug for LaneCore {
@@ -149,6 +191,7 @@ impl LaneCore {
             outbound: OnceLock::new(),
             session_init: OnceLock::new(),
             lease_events: AtomicU64::new(0),
+            attribution: OnceLock::new(),
         })
     }
 
@@ -181,6 +224,16 @@ impl LaneCore {
             "capabilities": self.profile.legacy_capabilities(version),
             "clientInfo": client_info,
         })
+    }
+
+    pub fn set_attribution(&self, attribution: Arc<Attribution>) {
+        let _ = self.attribution.set(attribution);
+    }
+
+    fn learn(&self, learn: impl FnOnce(&Attribution)) {
+        if let Some(attribution) = self.attribution.get() {
+            learn(attribution);
+        }
     }
 
     pub fn set_outbound(&self, outbound: Box<dyn Outbound>) {
@@ -219,6 +272,30 @@ impl LaneCore {
         self.state().lease.is_some()
     }
 
+    /// Calls on this lane with a call route (shared-session calls not finished with yet).
+    pub fn routed_calls(&self) -> usize {
+        self.state().calls.len()
+    }
+
+    /// Whether the lease holder's call waits for its client: a server request reached it and is
+    /// not answered yet (a paused call).
+    pub fn awaits_client(&self) -> bool {
+        self.state()
+            .lease
+            .as_ref()
+            .is_some_and(|route| !route.delivered.is_empty())
+    }
+
+    /// Notes that one of our requests was cancelled (its late output may still arrive).
+    pub fn note_cancelled(&self) {
+        self.state().cancelled += 1;
+    }
+
+    /// Requests of ours cancelled so far.
+    pub fn cancelled_count(&self) -> u64 {
+        self.state().cancelled
+    }
+
     /// [`LaneCore::start_request`] for lanes that hand messages to a writer (stdio, HTTP+SSE):
     /// `write` sends the request; if it cannot, the call is completed with that error.
     pub(crate) fn send_request_with(
@@ -245,6 +322,19 @@ impl LaneCore {
         params: Value,
         epoch: u64,
         progress_token: Option<Value>,
+    ) -> Result<(Message, PendingCall, Option<mpsc::Receiver<Value>>), BackendError> {
+        self.start_tagged_request(method, params, epoch, progress_token, CallTag::None)
+    }
+
+    /// [`LaneCore::start_request`] for a correlatable call, registered by `tag` before the
+    /// request can be sent (so nothing its response stream carries can arrive unrouted).
+    pub fn start_tagged_request(
+        &self,
+        method: &str,
+        params: Value,
+        epoch: u64,
+        progress_token: Option<Value>,
+        tag: CallTag,
     ) -> Result<(Message, PendingCall, Option<mpsc::Receiver<Value>>), BackendError> {
         if !self.is_alive() {
             return Err(BackendError::Crashed);
@@ -290,6 +380,24 @@ impl LaneCore {
                     progress: progress_key,
                 },
             );
+            match tag {
+                CallTag::None => {}
+                CallTag::Leased => {
+                    if let Some(route) = state.lease.as_mut() {
+                        route.calls.push(id);
+                    }
+                }
+                CallTag::Routed { events, kind } => {
+                    state.calls.insert(
+                        id,
+                        CallRoute {
+                            events,
+                            kind,
+                            delivered: HashMap::new(),
+                        },
+                    );
+                }
+            }
             receiver
         };
         let message = Message::Request {
@@ -366,12 +474,14 @@ impl LaneCore {
             let _entered = self.span.enter();
             tracing::info!("lane is dead");
         }
-        let (pending, lease, progress) = {
+        let (pending, lease, progress, calls) = {
             let mut state = self.state();
+            state.call_requests.clear();
             (
                 std::mem::take(&mut state.pending),
                 state.lease.take(),
                 std::mem::take(&mut state.progress),
+                std::mem::take(&mut state.calls),
             )
         };
         for (_, entry) in pending {
@@ -379,10 +489,12 @@ impl LaneCore {
         }
         drop(lease);
         drop(progress);
+        drop(calls);
     }
 
-    /// Routes events to a new lease; returns its generation and receiver.
-    pub fn attach_lease(&self) -> (u64, mpsc::Receiver<BackendEvent>) {
+    /// Routes events to a new lease; returns its generation and receiver. `kind` names the calls
+    /// the holder runs (for [`Attribution`]).
+    pub fn attach_lease(&self, kind: Option<Arc<str>>) -> (u64, mpsc::Receiver<BackendEvent>) {
         let (events, receiver) = mpsc::channel(LEASE_EVENTS);
         let mut state = self.state();
         state.lease_generation += 1;
@@ -391,8 +503,55 @@ impl LaneCore {
             generation,
             events,
             delivered: HashMap::new(),
+            kind,
+            calls: Vec::new(),
+            asked: false,
         });
         (generation, receiver)
+    }
+
+    /// About the lease `generation` while it still holds the lane: whether a server request
+    /// reached it, and whether one of its calls still waits for its response.
+    pub fn lease_report(&self, generation: u64) -> Option<(bool, bool)> {
+        let state = self.state();
+        let route = state
+            .lease
+            .as_ref()
+            .filter(|r| r.generation == generation)?;
+        let waiting = route.calls.iter().any(|id| state.pending.contains_key(id));
+        Some((route.asked, waiting))
+    }
+
+    /// Ends the call routes of `ids` (a shared-session call is done with). Server requests
+    /// delivered to them and never answered are answered locally.
+    pub fn detach_calls(&self, ids: &[u64]) {
+        let routes: Vec<CallRoute> = {
+            let mut state = self.state();
+            let routes: Vec<CallRoute> =
+                ids.iter().filter_map(|id| state.calls.remove(id)).collect();
+            for route in &routes {
+                for key in route.delivered.keys() {
+                    state.call_requests.remove(key);
+                }
+            }
+            routes
+        };
+        for route in routes {
+            self.answer_unanswered(route.delivered);
+        }
+    }
+
+    fn answer_unanswered(&self, delivered: HashMap<String, Delivered>) {
+        for (_, request) in delivered {
+            let _entered = self.span.enter();
+            tracing::warn!(
+                method = %request.method,
+                lane = self.id,
+                "a server request of a finished call was never answered: answering it locally"
+            );
+            let outcome = self.local_answer(&request.method, &request.params);
+            self.send_detached(Message::response(request.id, outcome));
+        }
     }
 
     /// Stops routing to the lease `generation`. Server requests it received and never answered
@@ -411,23 +570,21 @@ impl LaneCore {
             }
         };
         if let Some(route) = route {
-            for (_, request) in route.delivered {
-                let _entered = self.span.enter();
-                tracing::warn!(
-                    method = %request.method,
-                    lane = self.id,
-                    "a server request of a finished lease was never answered: answering it locally"
-                );
-                let outcome = self.local_answer(&request.method, &request.params);
-                self.send_detached(Message::response(request.id, outcome));
-            }
+            self.answer_unanswered(route.delivered);
         }
     }
 
-    /// Notes that a server request was answered (by the lease holder).
+    /// Notes that a server request was answered (by the lease holder or a routed call).
     pub fn responded(&self, id: &Value) {
         let key = value_key(id);
-        if let Some(route) = self.state().lease.as_mut() {
+        let mut state = self.state();
+        if let Some(owner) = state.call_requests.remove(&key) {
+            if let Some(route) = state.calls.get_mut(&owner) {
+                route.delivered.remove(&key);
+            }
+            return;
+        }
+        if let Some(route) = state.lease.as_mut() {
             route.delivered.remove(&key);
         }
     }
@@ -472,13 +629,25 @@ impl LaneCore {
     /// of a batch, are logged and skipped. `source` names the unit in those logs. Returns how
     /// many messages were routed.
     pub fn handle_bytes(self: &Arc<Self>, bytes: &[u8], source: &'static str) -> usize {
+        self.handle_bytes_from(bytes, source, None)
+    }
+
+    /// [`LaneCore::handle_bytes`] for output read from the POST response stream of our request
+    /// `call` (a legacy id), when `Some`: server requests and notifications there belong to it.
+    pub fn handle_bytes_from(
+        self: &Arc<Self>,
+        bytes: &[u8],
+        source: &'static str,
+        call: Option<&Value>,
+    ) -> usize {
+        let call = call.and_then(legacy_id_key);
         let bytes = bytes.trim_ascii();
         if bytes.is_empty() {
             return 0;
         }
         // Most output is a successful response: keep its result as text (no `Value` tree).
         if let Some(message) = crate::jsonrpc::parse_raw_response(bytes) {
-            self.handle(message);
+            self.handle_from(message, call);
             return 1;
         }
         match Message::parse_batch(bytes) {
@@ -487,7 +656,7 @@ impl LaneCore {
                 for message in messages {
                     match message {
                         Ok(message) => {
-                            self.handle(message);
+                            self.handle_from(message, call);
                             routed += 1;
                         }
                         Err(error) => {
@@ -510,7 +679,13 @@ impl LaneCore {
     }
 
     /// Routes one message the legacy server sent.
+    #[cfg(test)]
     pub fn handle(self: &Arc<Self>, message: Message) {
+        self.handle_from(message, None);
+    }
+
+    /// Routes one message; `call`: it came on the POST response stream of that request of ours.
+    fn handle_from(self: &Arc<Self>, message: Message, call: Option<u64>) {
         match message {
             Message::Response { id, outcome } => {
                 if !self.complete(&id, Ok(outcome.map(Reply::Tree))) {
@@ -530,16 +705,96 @@ impl LaneCore {
                     self.send_detached(Message::response(id, Ok(json!({}))));
                     return;
                 }
-                self.route_request(id, method, params);
+                if let Some((id, method, params)) = self.route_to_call(call, id, method, params) {
+                    self.route_request(id, method, params, call);
+                }
             }
             Message::Notification { method, params } => {
                 let params = params.unwrap_or_else(|| Value::Object(Map::new()));
-                self.route_notification(method, params);
+                self.route_notification(method, params, call);
             }
         }
     }
 
-    fn route_request(self: &Arc<Self>, id: Value, method: String, params: Value) {
+    /// Delivers a server request that came on a routed call's own stream to that call; gives it
+    /// back when `call` has no route.
+    fn route_to_call(
+        self: &Arc<Self>,
+        call: Option<u64>,
+        id: Value,
+        method: String,
+        params: Value,
+    ) -> Option<(Value, String, Value)> {
+        let Some(call) = call else {
+            return Some((id, method, params));
+        };
+        let key = value_key(&id);
+        let (sent, kind) = {
+            let mut state = self.state();
+            let Some(route) = state.calls.get_mut(&call) else {
+                return Some((id, method, params));
+            };
+            let event = BackendEvent::ServerRequest {
+                id: id.clone(),
+                method: method.clone(),
+                params: params.clone(),
+            };
+            let sent = match route.events.try_send(event) {
+                Ok(()) => Ok(()),
+                Err(mpsc::error::TrySendError::Full(event)) => {
+                    Err(Some((route.events.clone(), event)))
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => Err(None),
+            };
+            let kind = Arc::clone(&route.kind);
+            if !matches!(sent, Err(None)) {
+                route.delivered.insert(
+                    key.clone(),
+                    Delivered {
+                        id: id.clone(),
+                        method: method.clone(),
+                        params: params.clone(),
+                    },
+                );
+                state.call_requests.insert(key.clone(), call);
+            }
+            (sent, kind)
+        };
+        self.learn(|attribution| attribution.on_call_stream(&kind));
+        match sent {
+            Ok(()) => {}
+            Err(None) => self.answer_locally(id, &method, &params),
+            Err(Some((events, event))) => {
+                // The call is not reading: wait for it without blocking the stream's reader.
+                let core = Arc::clone(self);
+                tokio::spawn(async move {
+                    if events.send(event).await.is_err() {
+                        let still_ours = {
+                            let mut state = core.state();
+                            state.call_requests.remove(&key);
+                            state
+                                .calls
+                                .get_mut(&call)
+                                .and_then(|route| route.delivered.remove(&key))
+                                .is_some()
+                        };
+                        if still_ours {
+                            core.answer_locally(id, &method, &params);
+                        }
+                    }
+                });
+            }
+        }
+        None
+    }
+
+    fn route_request(
+        self: &Arc<Self>,
+        id: Value,
+        method: String,
+        params: Value,
+        call: Option<u64>,
+    ) {
         enum Next {
             Local,
             Delivered,
@@ -552,9 +807,36 @@ impl LaneCore {
         };
         let next = {
             let mut state = self.state();
+            if state.lease.is_none() && !state.calls.is_empty() {
+                // On a shared session, a request that came on no call's stream names no call.
+                let kinds: HashSet<Arc<str>> = state
+                    .calls
+                    .values()
+                    .map(|route| Arc::clone(&route.kind))
+                    .collect();
+                drop(state);
+                self.learn(|attribution| {
+                    for kind in &kinds {
+                        attribution.on_session_stream(kind);
+                    }
+                });
+                state = self.state();
+            }
             match state.lease.as_mut() {
                 None => Next::Local,
                 Some(route) => {
+                    route.asked = true;
+                    if let Some(kind) = &route.kind {
+                        let own_stream = call.is_some_and(|call| route.calls.contains(&call));
+                        let kind = Arc::clone(kind);
+                        self.learn(|attribution| {
+                            if own_stream {
+                                attribution.on_call_stream(&kind);
+                            } else {
+                                attribution.on_session_stream(&kind);
+                            }
+                        });
+                    }
                     let delivered = Delivered {
                         id: id.clone(),
                         method: method.clone(),
@@ -603,7 +885,7 @@ impl LaneCore {
         }
     }
 
-    fn route_notification(&self, method: String, params: Value) {
+    fn route_notification(&self, method: String, params: Value, call: Option<u64>) {
         if CHANGE_NOTIFICATIONS.contains(&method.as_str()) {
             // List changes and resource updates belong to no call, even when a call holds the
             // lane: they go to the `subscriptions/listen` streams.
@@ -631,6 +913,29 @@ impl LaneCore {
                     }
                     return;
                 }
+            }
+        }
+        if let Some(route) = call.and_then(|call| state.calls.get(&call)) {
+            let event = BackendEvent::Notification {
+                method: method.clone(),
+                params,
+            };
+            match route.events.try_send(event) {
+                Ok(()) => return,
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    let _entered = self.span.enter();
+                    tracing::warn!(method = %method, "call event channel full: notification dropped");
+                    return;
+                }
+                Err(mpsc::error::TrySendError::Closed(BackendEvent::Notification {
+                    params,
+                    ..
+                })) => {
+                    drop(state);
+                    self.log_notification(&method, &params);
+                    return;
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => return,
             }
         }
         let params = if let Some(route) = state.lease.as_mut() {
@@ -736,7 +1041,7 @@ mod tests {
         };
         core.handle(notification("notifications/prompts/list_changed"));
         assert_eq!(changes.tools_generation(), 0);
-        let (_generation, mut events) = core.attach_lease();
+        let (_generation, mut events) = core.attach_lease(None);
         core.handle(notification("notifications/tools/list_changed"));
         core.handle(notification("notifications/resources/updated"));
         // Other notifications still go to the lease.
@@ -803,7 +1108,7 @@ mod tests {
     #[tokio::test]
     async fn leased_requests_go_to_the_lease_and_unanswered_ones_are_answered_on_detach() {
         let (core, sent) = core(&[]);
-        let (generation, mut events) = core.attach_lease();
+        let (generation, mut events) = core.attach_lease(None);
         core.handle(request(1, "elicitation/create"));
         core.handle(request(2, "ping"));
         core.handle(request(3, "roots/list"));

@@ -35,9 +35,13 @@ use crate::capabilities::CapabilityProfile;
 use crate::jsonrpc::{ErrorObject, Message, Reply};
 use mcp_migrate_rules::RuleId;
 
-use self::lane_core::LaneCore;
+use self::attribution::{Attribution, Placement};
+use self::lane_core::{CallTag, LaneCore};
 
 pub mod child_guard;
+pub use self::attribution::CallSessions;
+
+pub mod attribution;
 pub mod http;
 pub(crate) mod http_client;
 pub(crate) mod lane_core;
@@ -85,6 +89,9 @@ pub struct PoolSettings {
     pub client_info: Value,
     /// How long to wait for a legacy response before giving up on a pass-through request.
     pub request_timeout: Duration,
+    /// Whether correlatable calls may share a legacy Streamable HTTP session
+    /// (`--call-sessions`; stdio and HTTP+SSE lanes are always exclusive).
+    pub call_sessions: CallSessions,
 }
 
 /// What a legacy server sent on a lane, other than a response to our own requests.
@@ -189,6 +196,12 @@ pub enum BackendError {
     /// HTTP+SSE server, see [`UpstreamTransport::Auto`]).
     #[error("the legacy server does not speak Streamable HTTP there: {0}")]
     NotStreamableHttp(String),
+    /// Every lane the call could use is held by a call waiting for its client, the pool is at
+    /// its limit, and none freed up within the wait: a retryable refusal of the *new* call.
+    #[error(
+        "no legacy session is free: all {lanes} (--pool-size) are held by paused calls; retry later"
+    )]
+    Exhausted { lanes: usize },
 }
 
 /// A request sent on a lane, waiting for its response.
@@ -215,6 +228,11 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 const QUICK_DEATH: Duration = Duration::from_secs(1);
 /// Waiters re-check the pool at least this often (busy lanes become recyclable without a wake-up).
 const RESCAN: Duration = Duration::from_millis(100);
+/// How long a new call waits, while every lane it could use is held by a call waiting for its
+/// client and no lane is starting, before it is refused with [`BackendError::Exhausted`]. Time
+/// spent while a lane starts (a cold legacy process) or while a running call holds a lane does
+/// not count: those free up on their own.
+pub const LANE_WAIT: Duration = Duration::from_secs(2);
 
 /// Waits for the `initialize` response; every failure is `Unavailable`.
 pub(crate) async fn await_initialize(
@@ -322,9 +340,18 @@ impl Lane {
 
     /// Sends a request with a fresh legacy id. `params` is forwarded as given.
     pub async fn request(&self, method: &str, params: Value) -> Result<PendingCall, BackendError> {
+        self.request_tagged(method, params, CallTag::None).await
+    }
+
+    async fn request_tagged(
+        &self,
+        method: &str,
+        params: Value,
+        tag: CallTag,
+    ) -> Result<PendingCall, BackendError> {
         let (call, _) = match &self.inner {
             LaneInner::Stdio(lane) => lane.send_request(method, params, None).await?,
-            LaneInner::Http(lane) => lane.send_request(method, params, None).await?,
+            LaneInner::Http(lane) => lane.send_request(method, params, None, tag).await?,
             LaneInner::Sse(lane) => lane.send_request(method, params, None).await?,
         };
         Ok(call)
@@ -348,7 +375,10 @@ impl Lane {
     ) -> Result<(PendingCall, mpsc::Receiver<Value>), BackendError> {
         let (call, progress) = match &self.inner {
             LaneInner::Stdio(lane) => lane.send_request(method, params, Some(token)).await?,
-            LaneInner::Http(lane) => lane.send_request(method, params, Some(token)).await?,
+            LaneInner::Http(lane) => {
+                lane.send_request(method, params, Some(token), CallTag::None)
+                    .await?
+            }
             LaneInner::Sse(lane) => lane.send_request(method, params, Some(token)).await?,
         };
         let progress = progress
@@ -390,6 +420,7 @@ impl Lane {
                 serde_json::json!({"requestId": legacy_id, "reason": reason}),
             )
             .await;
+        self.core().note_cancelled();
         self.core().complete(
             legacy_id,
             Err(BackendError::Unavailable(format!(
@@ -479,18 +510,75 @@ impl Lane {
     }
 }
 
-/// An exclusive hold on a lane for one correlatable call. Every [`BackendEvent`] of the lane goes
-/// to `events` while the lease lives; dropping the lease returns the lane to the pool.
+/// A lane for one correlatable call: send the call with [`Lease::request`], read what the
+/// legacy server sends for it from `events`.
 ///
-/// Keep the whole `Lease` alive for the call (moving `events` out is fine, the lane returns when
-/// the rest of the lease is dropped). `events` closes when the lane dies. Server requests that
-/// were delivered to `events` and not answered with [`Lane::respond`] by the time the lease is
-/// dropped are answered locally (as unattributed ones), so the legacy server never waits forever.
+/// - **Exclusive** (stdio, HTTP+SSE, Streamable HTTP servers that send mid-call requests on the
+///   session's GET stream): every [`BackendEvent`] of the lane goes to `events` while the lease
+///   lives; dropping the lease returns the lane to the pool, or retires it when the call was
+///   cancelled or is still running (its late output must not reach the next call).
+/// - **Shared** (Streamable HTTP servers that send them on the call's own POST response stream,
+///   see [`attribution`]): the lane carries other calls too; `events` gets what arrives on this
+///   call's own response stream.
+///
+/// Keep the whole `Lease` alive for the call (moving `events` out is fine). `events` closes when
+/// the lane dies. Server requests that were delivered to `events` and not answered with
+/// [`Lane::respond`] by the time the lease is dropped are answered locally (as unattributed ones),
+/// so the legacy server never waits forever.
 #[derive(Debug)]
 pub struct Lease {
     pub lane: Arc<Lane>,
     pub events: mpsc::Receiver<BackendEvent>,
+    mode: LeaseMode,
     _return: Option<LeaseReturn>,
+}
+
+#[derive(Debug)]
+enum LeaseMode {
+    Exclusive,
+    Shared {
+        events: mpsc::Sender<BackendEvent>,
+        kind: Arc<str>,
+        /// Legacy ids of the calls sent, whose routes end with the lease.
+        calls: Vec<u64>,
+    },
+}
+
+impl Lease {
+    /// Sends the call (or, after a -32042 round, the call again) with a fresh legacy id.
+    pub async fn request(
+        &mut self,
+        method: &str,
+        params: Value,
+    ) -> Result<PendingCall, BackendError> {
+        let tag = match &self.mode {
+            LeaseMode::Exclusive => CallTag::Leased,
+            LeaseMode::Shared { events, kind, .. } => CallTag::Routed {
+                events: events.clone(),
+                kind: Arc::clone(kind),
+            },
+        };
+        let call = self.lane.request_tagged(method, params, tag).await?;
+        if let (LeaseMode::Shared { calls, .. }, Some(id)) =
+            (&mut self.mode, call.legacy_id.as_u64())
+        {
+            calls.push(id);
+        }
+        Ok(call)
+    }
+
+    /// Whether the call shares its legacy session with other calls.
+    pub fn is_shared(&self) -> bool {
+        matches!(self.mode, LeaseMode::Shared { .. })
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if let LeaseMode::Shared { calls, .. } = &self.mode {
+            self.lane.core().detach_calls(calls);
+        }
+    }
 }
 
 /// Returns a leased lane to the pool when dropped.
@@ -498,6 +586,10 @@ struct LeaseReturn {
     pool: Arc<PoolShared>,
     lane: Arc<Lane>,
     generation: u64,
+    /// The lane's cancelled-request count when the lease began.
+    cancelled_before: u64,
+    /// The kind this lease probes for [`Attribution`], if it is a probe.
+    probe: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for LeaseReturn {
@@ -511,9 +603,23 @@ impl std::fmt::Debug for LeaseReturn {
 
 impl Drop for LeaseReturn {
     fn drop(&mut self) {
+        let core = self.lane.core();
+        let (asked, waiting) = core.lease_report(self.generation).unwrap_or((false, false));
+        // A call cancelled or still running may still send output (its response, a late
+        // request): the lane goes, rather than to the next call.
+        let tainted = waiting || core.cancelled_count() != self.cancelled_before;
+        if let Some(kind) = &self.probe {
+            self.pool
+                .attribution
+                .probe_ended(kind, !asked && !waiting && !tainted);
+        }
         // Detach first: from here on the lane answers server requests itself.
-        self.lane.core().detach_lease(self.generation);
-        self.pool.release(&self.lane);
+        core.detach_lease(self.generation);
+        if tainted && self.lane.is_alive() {
+            self.pool.retire(&self.lane);
+        } else {
+            self.pool.release(&self.lane);
+        }
     }
 }
 
@@ -562,6 +668,8 @@ struct PoolState {
 struct PoolShared {
     spec: BackendSpec,
     settings: PoolSettings,
+    /// Where the legacy server sends mid-call requests, per call kind.
+    attribution: Arc<Attribution>,
     state: Mutex<PoolState>,
     changed: Notify,
     next_lane: AtomicU64,
@@ -643,6 +751,33 @@ impl PoolShared {
             state.retry_at = Some(Instant::now() + backoff(state.failures));
         }
         state.slots.len() != before
+    }
+
+    /// Takes a lane out of the pool and ends its legacy session (in the background).
+    fn retire(&self, lane: &Arc<Lane>) {
+        {
+            let mut state = self.state();
+            state.slots.retain(|slot| !Arc::ptr_eq(&slot.lane, lane));
+        }
+        self.changed.notify_waiters();
+        lane.core().span.in_scope(|| {
+            tracing::info!("retiring a lane whose call was cancelled or did not finish")
+        });
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let lane = Arc::clone(lane);
+            runtime.spawn(async move { lane.shutdown().await });
+        }
+    }
+
+    /// Whether a waiter must keep waiting without its patience running out: a lane is starting,
+    /// or a lane is held by a call that runs (rather than waits for its client).
+    fn relief_coming(&self) -> bool {
+        let state = self.state();
+        !state.starting.is_empty()
+            || state
+                .slots
+                .iter()
+                .any(|slot| slot.leased && !slot.lane.core().awaits_client())
     }
 
     fn release(&self, lane: &Arc<Lane>) {
@@ -800,13 +935,29 @@ impl PoolShared {
     }
 
     fn new_core(&self, profile: &CapabilityProfile, transport: &'static str) -> Arc<LaneCore> {
-        LaneCore::new(
+        let core = LaneCore::new(
             self.next_lane.fetch_add(1, Ordering::Relaxed),
             profile.clone(),
             transport,
             self.settings.roots.clone(),
             Arc::clone(&self.changes),
-        )
+        );
+        core.set_attribution(Arc::clone(&self.attribution));
+        core
+    }
+
+    /// Whether calls may share sessions: Streamable HTTP lanes only.
+    fn may_share(&self) -> bool {
+        match &self.spec {
+            BackendSpec::Stdio { .. } => false,
+            BackendSpec::Http { transport, .. } => match transport {
+                UpstreamTransport::StreamableHttp => true,
+                UpstreamTransport::Sse => false,
+                UpstreamTransport::Auto => {
+                    self.detected_transport() == UpstreamTransport::StreamableHttp
+                }
+            },
+        }
     }
 
     /// What `--upstream-transport auto` found (`Auto` until a lane started).
@@ -891,11 +1042,12 @@ impl PoolShared {
             ));
         }
         self.prune(&mut state);
-        if let Some(slot) = state
-            .slots
-            .iter_mut()
-            .find(|slot| !slot.leased && slot.lane.is_alive() && slot.lane.profile() == profile)
-        {
+        // A lane carrying shared calls is not leased: what arrives on its GET stream would
+        // then be taken for the lease holder's.
+        let unshared = |slot: &Slot| slot.lane.core().routed_calls() == 0;
+        if let Some(slot) = state.slots.iter_mut().find(|slot| {
+            !slot.leased && slot.lane.is_alive() && slot.lane.profile() == profile && unshared(slot)
+        }) {
             slot.leased = true;
             return Ok(Plan::Take(Arc::clone(&slot.lane)));
         }
@@ -906,7 +1058,7 @@ impl PoolShared {
         if let Some(at) = state
             .slots
             .iter()
-            .position(|slot| !slot.leased && slot.lane.pending_calls() == 0)
+            .position(|slot| !slot.leased && slot.lane.pending_calls() == 0 && unshared(slot))
         {
             let victim = state.slots.remove(at);
             state.starting.push(profile.clone());
@@ -972,22 +1124,113 @@ impl PoolShared {
         Ok(Plan::Wait)
     }
 
-    fn lease_of(self: &Arc<Self>, lane: Arc<Lane>) -> Lease {
-        let (generation, events) = lane.core().attach_lease();
+    /// A lane for calls on a shared session: an unleased live lane of the profile (the one with
+    /// the fewest calls in flight); else one being started for the profile; else a new one; else
+    /// an idle lane of another profile recycled; else wait.
+    fn plan_call_shared(&self, profile: &CapabilityProfile) -> Result<Plan, BackendError> {
+        let mut state = self.state();
+        if state.shut_down {
+            return Err(BackendError::Unavailable(
+                "the proxy is shutting down".into(),
+            ));
+        }
+        self.prune(&mut state);
+        if let Some(slot) = state
+            .slots
+            .iter()
+            .filter(|slot| !slot.leased && slot.lane.is_alive() && slot.lane.profile() == profile)
+            .min_by_key(|slot| slot.lane.pending_calls())
+        {
+            return Ok(Plan::Take(Arc::clone(&slot.lane)));
+        }
+        if state.starting.contains(profile) {
+            return Ok(Plan::Wait);
+        }
+        if state.slots.len() + state.starting.len() < self.max_lanes() {
+            state.starting.push(profile.clone());
+            return Ok(Plan::Create { recycle: None });
+        }
+        if let Some(at) = state.slots.iter().position(|slot| {
+            !slot.leased && slot.lane.pending_calls() == 0 && slot.lane.core().routed_calls() == 0
+        }) {
+            let victim = state.slots.remove(at);
+            state.starting.push(profile.clone());
+            return Ok(Plan::Create {
+                recycle: Some(victim.lane),
+            });
+        }
+        Ok(Plan::Wait)
+    }
+
+    fn lease_of(self: &Arc<Self>, lane: Arc<Lane>, kind: Option<Arc<str>>, probe: bool) -> Lease {
+        let cancelled_before = lane.core().cancelled_count();
+        let (generation, events) = lane.core().attach_lease(kind.clone());
         Lease {
             lane: Arc::clone(&lane),
             events,
+            mode: LeaseMode::Exclusive,
             _return: Some(LeaseReturn {
                 pool: Arc::clone(self),
                 lane,
                 generation,
+                cancelled_before,
+                probe: kind.filter(|_| probe),
             }),
+        }
+    }
+
+    fn shared_call_of(lane: Arc<Lane>, kind: Arc<str>) -> Lease {
+        let (events, receiver) = mpsc::channel(lane_core::LEASE_EVENTS);
+        Lease {
+            lane,
+            events: receiver,
+            mode: LeaseMode::Shared {
+                events,
+                kind,
+                calls: Vec::new(),
+            },
+            _return: None,
+        }
+    }
+
+    /// Runs `plan` until it yields a lane. While it says wait, the wait counts toward
+    /// [`LANE_WAIT`] only when no relief is coming (see [`PoolShared::relief_coming`]); past it,
+    /// [`BackendError::Exhausted`].
+    async fn acquire(
+        &self,
+        profile: &CapabilityProfile,
+        leased: bool,
+        plan: impl Fn(&Self) -> Result<Plan, BackendError>,
+    ) -> Result<Arc<Lane>, BackendError> {
+        let mut since = Instant::now();
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            match plan(self)? {
+                Plan::Take(lane) => return Ok(lane),
+                Plan::Create { recycle } => {
+                    return self.create_slot(profile, recycle, leased).await;
+                }
+                Plan::Wait => {
+                    if self.relief_coming() {
+                        since = Instant::now();
+                    } else if since.elapsed() >= LANE_WAIT {
+                        crate::metrics::global().rejection("lane_capacity");
+                        return Err(BackendError::Exhausted {
+                            lanes: self.max_lanes(),
+                        });
+                    }
+                    let _ = tokio::time::timeout(RESCAN, changed).await;
+                }
+            }
         }
     }
 }
 
 impl LanePool {
     pub fn new(spec: BackendSpec, settings: PoolSettings) -> Arc<Self> {
+        let settings_mode = settings.call_sessions;
         Arc::new(LanePool {
             shared: Arc::new(PoolShared {
                 spec,
@@ -998,28 +1241,81 @@ impl LanePool {
                 changes: Arc::default(),
                 detected: Mutex::new(UpstreamTransport::Auto),
                 spare: Mutex::new(None),
+                attribution: Arc::new(Attribution::new(settings_mode)),
             }),
         })
     }
 
     /// Leases a lane initialized with `profile` for one correlatable call, creating one (or
-    /// recycling an idle lane of another profile) when needed; waits while the pool is exhausted.
+    /// recycling an idle lane of another profile) when needed; waits while the pool is exhausted
+    /// (see [`LANE_WAIT`], then [`BackendError::Exhausted`]).
     pub async fn lease(&self, profile: &CapabilityProfile) -> Result<Lease, BackendError> {
-        loop {
-            let changed = self.shared.changed.notified();
-            tokio::pin!(changed);
-            changed.as_mut().enable();
-            match self.shared.plan_lease(profile)? {
-                Plan::Take(lane) => return Ok(self.shared.lease_of(lane)),
-                Plan::Create { recycle } => {
-                    let lane = self.shared.create_slot(profile, recycle, true).await?;
-                    return Ok(self.shared.lease_of(lane));
+        self.exclusive(profile, None, false).await
+    }
+
+    async fn exclusive(
+        &self,
+        profile: &CapabilityProfile,
+        kind: Option<Arc<str>>,
+        probe: bool,
+    ) -> Result<Lease, BackendError> {
+        let acquired = self
+            .shared
+            .acquire(profile, true, |pool| pool.plan_lease(profile))
+            .await;
+        match acquired {
+            Ok(lane) => Ok(self.shared.lease_of(lane, kind, probe)),
+            Err(error) => {
+                if let Some(kind) = kind.filter(|_| probe) {
+                    self.shared.attribution.probe_ended(&kind, false);
                 }
-                Plan::Wait => {
-                    let _ = tokio::time::timeout(RESCAN, changed).await;
-                }
+                Err(error)
             }
         }
+    }
+
+    /// A lane for the correlatable call `method` with `params`: a shared Streamable HTTP session
+    /// when calls of its kind send their mid-call requests on their own response stream, an
+    /// exclusive lane otherwise (see [`attribution`]).
+    pub async fn call_lease(
+        &self,
+        profile: &CapabilityProfile,
+        method: &str,
+        params: &Value,
+    ) -> Result<Lease, BackendError> {
+        let attribution = &self.shared.attribution;
+        if !self.shared.may_share() {
+            return self.lease(profile).await;
+        }
+        let kind: Arc<str> = attribution.kind_of(method, params).into();
+        let waiting = Instant::now();
+        let placement = loop {
+            let changed = attribution.changed();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            let waited = waiting.elapsed() >= attribution::PROBE_WAIT;
+            if let Some(placement) = attribution.place(&kind, waited) {
+                break placement;
+            }
+            let left = attribution::PROBE_WAIT.saturating_sub(waiting.elapsed());
+            let _ = tokio::time::timeout(left, changed).await;
+        };
+        match placement {
+            Placement::Exclusive { probe } => self.exclusive(profile, Some(kind), probe).await,
+            Placement::Shared => {
+                let lane = self
+                    .shared
+                    .acquire(profile, false, |pool| pool.plan_call_shared(profile))
+                    .await?;
+                Ok(PoolShared::shared_call_of(lane, kind))
+            }
+        }
+    }
+
+    /// How many call kinds are known to send mid-call requests on their own response stream
+    /// (shared sessions) and on the GET stream (exclusive): for logs and the benchmark.
+    pub fn attribution(&self) -> &Attribution {
+        &self.shared.attribution
     }
 
     /// A lane initialized with `profile` for pass-through requests (shared, concurrent). See the

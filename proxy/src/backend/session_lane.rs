@@ -51,7 +51,7 @@ impl LanePool {
             );
             core.set_session_init(initialize.clone());
             // Leased before the handshake: nothing the server sends is answered by the proxy.
-            let (_generation, receiver) = core.attach_lease();
+            let (_generation, receiver) = core.attach_lease(None);
             *events.lock().unwrap_or_else(|poison| poison.into_inner()) = Some(receiver);
             core
         };

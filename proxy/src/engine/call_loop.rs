@@ -30,8 +30,6 @@ use crate::request::{FrontRequest, Principal, ResponseSink};
 /// How long a call over an HTTP backend waits after its legacy response for log notifications
 /// still on the way (they travel on another stream), when the front request asked for logs.
 const LOG_LINGER: Duration = Duration::from_millis(100);
-/// How long a new call waits for a lane before the oldest paused call is evicted to free one.
-const LEASE_PATIENCE: Duration = Duration::from_secs(2);
 
 /// One legacy request to the client, waiting for the client's answer.
 #[derive(Debug, Clone)]
@@ -55,8 +53,6 @@ pub(super) struct LiveCall {
     pub(super) principal: Principal,
     pub(super) profile: CapabilityProfile,
     pub(super) round: u32,
-    /// When the call was last parked (for eviction under pool pressure).
-    pub(super) parked_at: Option<tokio::time::Instant>,
     /// Keys handed out so far, for numbering (`elicitation_1`, `elicitation_2`, ...).
     pub(super) issued: HashMap<&'static str, u32>,
     pub(super) pending: BTreeMap<String, PendingInput>,
@@ -131,30 +127,30 @@ impl Engine {
         profile: CapabilityProfile,
         sink: &mut ResponseSink,
     ) -> Answer {
-        // A paused call holds its lane until the retry or the TTL, and clients may never retry:
-        // when no lane frees up for `LEASE_PATIENCE`, the oldest pause yields its lane.
-        let lease = {
-            let lease_future = self.pool.lease(&profile);
-            tokio::pin!(lease_future);
-            loop {
-                // Biased: a lane that is free at once is taken without arming the timer.
-                tokio::select! {
-                    biased;
-                    lease = &mut lease_future => break lease,
-                    () = sink.closed() => return None,
-                    () = tokio::time::sleep(LEASE_PATIENCE) => self.pauses.evict_oldest().await,
-                }
-            }
+        // A paused call keeps its lane (or, on a shared session, its response stream) until the
+        // retry or the TTL: no pause ever yields to a new call. When no lane can be had, the
+        // pool refuses the *new* call (`BackendError::Exhausted`), retryably (issue 11).
+        let lease = tokio::select! {
+            biased;
+            lease = self.pool.call_lease(&profile, &request.method, &request.params) => lease,
+            () = sink.closed() => return None,
         };
-        let lease = match lease {
+        let mut lease = match lease {
             Ok(lease) => lease,
+            Err(BackendError::Exhausted { lanes }) => {
+                warn!(
+                    lanes,
+                    "refused a call: every legacy lane is held by a paused call"
+                );
+                return Some(Err(limits::capacity_refusal(lanes)));
+            }
             Err(error) => return Some(Err(internal(error.to_string()))),
         };
         // Unique per lane (= per legacy session), which is all a progress token needs; no
         // random bytes per call.
         let token = lease.lane.mint_progress_token();
         let legacy_request = legacy_params(&request.params, token.as_str());
-        let call = match lease.lane.request(&request.method, legacy_request).await {
+        let call = match lease.request(&request.method, legacy_request).await {
             Ok(call) => call,
             Err(error) => return Some(Err(internal(error.to_string()))),
         };
@@ -166,7 +162,6 @@ impl Engine {
             principal: request.principal.clone(),
             profile,
             round: 0,
-            parked_at: None,
             issued: HashMap::new(),
             pending: BTreeMap::new(),
             // A first call may already carry answers (a client that knows the keys, e.g. from
@@ -215,7 +210,6 @@ impl Engine {
                     // Every URL elicitation of the -32042 round was accepted: call again (T9).
                     let sent = live
                         .lease
-                        .lane
                         .request(
                             &live.method,
                             legacy_params(&request.params, live.progress_token.as_str()),

@@ -367,6 +367,7 @@ mod tests {
                 roots: Vec::new(),
                 client_info: json!({"name": "test", "version": "0"}),
                 request_timeout: Duration::from_secs(1),
+                call_sessions: Default::default(),
             },
         );
         let engine = Engine::new(

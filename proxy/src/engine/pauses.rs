@@ -12,8 +12,12 @@
 //!                                │          the retry's request runs the call again
 //!                                ├── finish ──▶ Finished   (the legacy call answered)
 //!                                └── abandon ─▶ Abandoned  (the client left, a pause refused)
-//!  Paused ── sweep ──▶ Expired (deadline)   ── evict_oldest ──▶ Evicted (record Expired: the
-//!  lane pool is exhausted)   ── shutdown ──▶ Lost   Claimed without a live call ──▶ Lost
+//!  Paused ── sweep ──▶ Expired (deadline)   ── evict_orphans ──▶ Evicted (its legacy session
+//!  ended; the retry is told why)   ── shutdown ──▶ Lost   Claimed without a live call ──▶ Lost
+//!  Claimed with a dead legacy call ──▶ Evicted
+//!
+//! No pause ever ends because other calls paused: a new call that finds every lane held is
+//! refused by the pool (issue 11), not served at a paused call's expense.
 //! ```
 //!
 //! Each arrow is one method of [`PauseBook`]. A transition that ends a live call answers its
@@ -169,7 +173,6 @@ impl PauseBook {
                 Err(refusal) => Err((live, refusal)),
                 Ok(()) => {
                     live.round += 1;
-                    live.parked_at = Some(tokio::time::Instant::now());
                     let record = PauseRecord {
                         pause_id,
                         boot_id: self.store.instance_id(),
@@ -272,9 +275,18 @@ impl PauseBook {
             return Err(refusals::claim_refusal(&error));
         }
         let live = self.live().remove(&pause_id);
-        let Some(live) = live else {
+        let Some(mut live) = live else {
             return Err(self.lose(&pause_id).await);
         };
+        if orphaned(&mut live) {
+            // Claimed before the sweep noticed: told the same as after it.
+            crate::metrics::global().pause_expired("evicted");
+            let _ = self.store.set_status(&pause_id, PauseStatus::Evicted).await;
+            live.abandon(SESSION_ENDED).await;
+            return Err(refusals::claim_refusal(&ClaimError::Evicted(
+                SESSION_ENDED.to_owned(),
+            )));
+        }
         // The hand-back: the round is over; the retry's request runs the call from here.
         let _ = self
             .store
@@ -332,32 +344,31 @@ impl PauseBook {
         refusals::session_gone()
     }
 
-    /// Paused → Evicted: expires the paused call parked longest ago, so that its lane serves a
-    /// waiting call. Its retry gets "expired", as if its TTL had passed.
-    pub(super) async fn evict_oldest(&self) {
-        let oldest = self
+    /// Paused → Evicted for every paused call whose legacy session ended under it (the legacy
+    /// server exited or dropped the session, its response stream broke): the retry is told the
+    /// call was evicted and why, rather than finding out when its answer goes nowhere.
+    async fn evict_orphans(&self) {
+        let orphans: Vec<PauseId> = self
             .live()
-            .iter()
-            .min_by_key(|(_, call)| call.parked_at)
-            .map(|(id, _)| *id);
-        let Some(pause_id) = oldest else {
-            return;
-        };
-        match self
-            .store
-            .transition(&pause_id, PauseStatus::Paused, PauseStatus::Expired)
-            .await
-        {
-            Ok(true) => {}
-            // A retry is claiming it right now: it will free the lane itself.
-            Ok(false) | Err(_) => return,
-        }
-        let live = self.live().remove(&pause_id);
-        if let Some(mut live) = live {
-            crate::metrics::global().pause_expired("evicted");
-            warn!(pause = %pause_id, "the lane pool is exhausted: evicting the oldest paused call");
-            live.abandon("the proxy needed the lane for another call")
-                .await;
+            .iter_mut()
+            .filter_map(|(id, call)| orphaned(call).then_some(*id))
+            .collect();
+        for pause_id in orphans {
+            match self.store.evict(&pause_id, SESSION_ENDED).await {
+                Ok(true) => {}
+                // A retry is claiming it right now: it finds the dead call itself.
+                Ok(false) => continue,
+                Err(error) => {
+                    warn!(%error, pause = %pause_id, "could not evict a pause");
+                    continue;
+                }
+            }
+            let live = self.live().remove(&pause_id);
+            if let Some(mut live) = live {
+                crate::metrics::global().pause_expired("evicted");
+                warn!(pause = %pause_id, reason = SESSION_ENDED, "evicted a paused call");
+                live.abandon(SESSION_ENDED).await;
+            }
         }
     }
 
@@ -365,6 +376,7 @@ impl PauseBook {
     /// `cancel` or an error, the legacy call is cancelled, the lane goes back to the pool. Then
     /// records that can no longer matter are deleted.
     pub(super) async fn sweep(&self) {
+        self.evict_orphans().await;
         let expired = match self.store.expired(now_ms()).await {
             Ok(expired) => expired,
             Err(error) => {
@@ -426,6 +438,35 @@ impl PauseBook {
     }
 }
 
+/// Why a paused call whose legacy session ended is evicted.
+const SESSION_ENDED: &str =
+    "its legacy session ended (the legacy server exited or dropped the session)";
+
+/// Whether a parked call can no longer be resumed: its lane is dead, or its legacy call failed
+/// on the transport while parked (the session was re-initialized under it, its response stream
+/// broke or ended without the response). A legacy *response* that arrived while parked is kept
+/// for the retry.
+fn orphaned(live: &mut LiveCall) -> bool {
+    use tokio::sync::oneshot::error::TryRecvError;
+    if live.answered {
+        return false;
+    }
+    if !live.lease.lane.is_alive() {
+        return true;
+    }
+    let call = &mut live.call;
+    match call.response.try_recv() {
+        Err(TryRecvError::Empty) => false,
+        Err(TryRecvError::Closed) | Ok(Err(_)) => true,
+        Ok(outcome) => {
+            let (keep, again) = tokio::sync::oneshot::channel();
+            let _ = keep.send(outcome);
+            call.response = again;
+            false
+        }
+    }
+}
+
 /// The `mcp_proxy_rejections_total` reason of a `requestState` that did not open.
 fn state_rejection_reason(error: &StateError) -> &'static str {
     match error {
@@ -444,6 +485,7 @@ fn claim_rejection_reason(error: &ClaimError) -> &'static str {
         ClaimError::Expired => "state_expired",
         ClaimError::Cancelled => "state_cancelled",
         ClaimError::Unknown | ClaimError::Lost => "state_lost",
+        ClaimError::Evicted(_) => "state_evicted",
         ClaimError::Store(_) => "store_error",
     }
 }

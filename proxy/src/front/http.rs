@@ -493,7 +493,14 @@ pub(crate) async fn respond_from(
                     .ok()
                     .filter(|status| !status.is_informational())
                     .unwrap_or(StatusCode::OK);
-                return message_response(status, &message);
+                let mut response = message_response(status, &message);
+                if status == StatusCode::SERVICE_UNAVAILABLE {
+                    response.headers_mut().insert(
+                        header::RETRY_AFTER,
+                        HeaderValue::from(limits::RETRY_AFTER_SECS),
+                    );
+                }
+                return response;
             }
             Some(Outgoing::Notification(message)) if sse_allowed => {
                 let body = SseBody::new(sse_event(&message), rx, id, keep_alive, permit);

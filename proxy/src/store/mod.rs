@@ -75,6 +75,15 @@ pub trait PauseStore: Send + Sync + fmt::Debug {
         to: PauseStatus,
     ) -> Result<bool, StoreError>;
 
+    /// Ends a paused call for a reason of the proxy's own (its legacy session ended): `Paused` ->
+    /// `Evicted` (compare-and-swap, `Ok(false)` when it was no longer paused), with `reason` kept
+    /// for the retry's [`ClaimError::Evicted`] where the implementation can keep it.
+    async fn evict(&self, pause_id: &PauseId, reason: &str) -> Result<bool, StoreError> {
+        let _ = reason;
+        self.transition(pause_id, PauseStatus::Paused, PauseStatus::Evicted)
+            .await
+    }
+
     /// This instance's `Paused` records whose deadline has passed: the calls the sweep must
     /// cancel. Does not change them.
     async fn expired(&self, now_ms: u64) -> Result<Vec<PauseRecord>, StoreError>;
@@ -164,6 +173,7 @@ pub fn temporary() -> Result<Arc<dyn PauseStore>, StoreError> {
 ///   │                               the next round gets a new pause id and record)
 ///   ├─deadline sweep─▶ Expired
 ///   ├─client gone / legacy call ended─▶ Cancelled
+///   ├─its legacy session ended─▶ Evicted (with the reason)
 ///   └─proxy restarted─▶ Lost   (also Resuming records of an earlier boot)
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -181,16 +191,20 @@ pub enum PauseStatus {
     Cancelled,
     /// The live legacy call died with an earlier proxy process.
     Lost,
+    /// The proxy ended the paused call before its deadline for a reason of its own (its legacy
+    /// session ended), never because other calls paused ([`PauseStore::evict`]).
+    Evicted,
 }
 
 impl PauseStatus {
-    pub const ALL: [PauseStatus; 6] = [
+    pub const ALL: [PauseStatus; 7] = [
         PauseStatus::Paused,
         PauseStatus::Resuming,
         PauseStatus::Finished,
         PauseStatus::Expired,
         PauseStatus::Cancelled,
         PauseStatus::Lost,
+        PauseStatus::Evicted,
     ];
 
     /// The snake_case name (as serialised; handy as a metrics label).
@@ -202,6 +216,7 @@ impl PauseStatus {
             PauseStatus::Expired => "expired",
             PauseStatus::Cancelled => "cancelled",
             PauseStatus::Lost => "lost",
+            PauseStatus::Evicted => "evicted",
         }
     }
 
@@ -312,6 +327,8 @@ pub enum ClaimError {
     Cancelled,
     #[error("the paused call was lost when the server restarted; send the original request again without inputResponses and requestState")]
     Lost,
+    #[error("the paused call behind this requestState was evicted: {0}; send the original request again without inputResponses and requestState")]
+    Evicted(String),
     /// The store's own message already says "pause store: ...".
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -326,6 +343,7 @@ impl ClaimError {
             ClaimError::Expired => "expired",
             ClaimError::Cancelled => "cancelled",
             ClaimError::Lost => "lost",
+            ClaimError::Evicted(_) => "evicted",
             ClaimError::Store(_) => "store",
         }
     }

@@ -69,6 +69,7 @@ end
 if status == 'resuming' or status == 'finished' then return {'already_used', ''} end
 if status == 'expired' then return {'expired', ''} end
 if status == 'cancelled' then return {'cancelled', ''} end
+if status == 'evicted' then return {'evicted', ''} end
 if status ~= 'paused' then return {'lost', ''} end
 if tonumber(ARGV[1]) >= tonumber(deadline) then return {'expired', ''} end
 redis.call('HSET', KEYS[1], 'status', 'resuming')
@@ -450,6 +451,10 @@ impl PauseStore for RedisStore {
             "already_used" => Err(ClaimError::AlreadyUsed),
             "expired" => Err(ClaimError::Expired),
             "cancelled" => Err(ClaimError::Cancelled),
+            // The reason is not kept in Redis; the instance that evicted it logged it.
+            "evicted" => Err(ClaimError::Evicted(
+                "its legacy session ended (the legacy server exited or dropped the session)".into(),
+            )),
             _ => Err(ClaimError::Lost),
         }
     }

@@ -26,6 +26,11 @@ const STATE_KEY: &[u8] = b"state-key";
 /// means another writer made progress on that record, so this is only a safety net.
 const CAS_ATTEMPTS: usize = 1_000;
 
+/// The `meta` key of a pause's eviction reason.
+fn eviction_key(pause_id: &PauseId) -> Vec<u8> {
+    [b"evicted/".as_slice(), pause_id.as_bytes()].concat()
+}
+
 fn sled_error(op: &'static str) -> impl FnOnce(sled::Error) -> StoreError {
     move |source| StoreError::Sled { op, source }
 }
@@ -248,6 +253,9 @@ impl SledStore {
                 }
                 PauseStatus::Expired => return Err(ClaimError::Expired),
                 PauseStatus::Cancelled => return Err(ClaimError::Cancelled),
+                PauseStatus::Evicted => {
+                    return Err(ClaimError::Evicted(self.eviction_reason(pause_id)))
+                }
                 PauseStatus::Paused if now_ms >= record.deadline_ms => {
                     return Err(ClaimError::Expired)
                 }
@@ -288,6 +296,29 @@ impl SledStore {
         to: PauseStatus,
     ) -> Result<bool, StoreError> {
         self.update_status(pause_id, "transition", |record| record.status == from, to)
+    }
+
+    /// Ends a paused call for a reason of the proxy's own: `Paused` -> `Evicted` (compare-and-swap,
+    /// `Ok(false)` when it was no longer paused), with `reason` kept (tree `meta`) for the retry.
+    pub fn evict(&self, pause_id: &PauseId, reason: &str) -> Result<bool, StoreError> {
+        let evicted = self.transition(pause_id, PauseStatus::Paused, PauseStatus::Evicted)?;
+        if evicted {
+            // A claim in between reads the generic reason: it is told "evicted" all the same.
+            self.meta
+                .insert(eviction_key(pause_id), reason.as_bytes())
+                .map_err(sled_error("record an eviction reason"))?;
+        }
+        Ok(evicted)
+    }
+
+    /// Why a pause was evicted (a generic text when the reason is gone).
+    pub fn eviction_reason(&self, pause_id: &PauseId) -> String {
+        self.meta
+            .get(eviction_key(pause_id))
+            .ok()
+            .flatten()
+            .and_then(|bytes| String::from_utf8(bytes.to_vec()).ok())
+            .unwrap_or_else(|| "the proxy ended it before its deadline".to_owned())
     }
 
     fn update_status(
@@ -396,6 +427,11 @@ impl SledStore {
                     .map_err(sled_error("prune"))?
                     .is_ok()
                 {
+                    if record.status == PauseStatus::Evicted {
+                        self.meta
+                            .remove(eviction_key(&record.pause_id))
+                            .map_err(sled_error("prune an eviction reason"))?;
+                    }
                     deleted += 1;
                 }
             }
@@ -468,6 +504,10 @@ impl PauseStore for SledStore {
         to: PauseStatus,
     ) -> Result<bool, StoreError> {
         SledStore::transition(self, pause_id, from, to)
+    }
+
+    async fn evict(&self, pause_id: &PauseId, reason: &str) -> Result<bool, StoreError> {
+        SledStore::evict(self, pause_id, reason)
     }
 
     async fn expired(&self, now_ms: u64) -> Result<Vec<PauseRecord>, StoreError> {
@@ -617,6 +657,34 @@ mod tests {
     }
 
     #[test]
+    fn an_evicted_pause_tells_its_retry_why() {
+        let store = SledStore::temporary().unwrap();
+        let rec = record(&store, NOW + 1_000);
+        store.insert(&rec).unwrap();
+        assert!(store
+            .evict(&rec.pause_id, "its legacy session ended")
+            .unwrap());
+        assert!(
+            !store.evict(&rec.pause_id, "again").unwrap(),
+            "only a paused call"
+        );
+        match store.claim(&rec.pause_id, NOW) {
+            Err(error @ ClaimError::Evicted(_)) => {
+                let text = error.to_string();
+                assert!(text.contains("evicted: its legacy session ended"), "{text}");
+                assert!(!text.contains("expired"), "{text}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // The reason goes with the record.
+        assert_eq!(store.prune(NOW + 2_000).unwrap(), 1);
+        assert_eq!(
+            store.eviction_reason(&rec.pause_id),
+            "the proxy ended it before its deadline"
+        );
+    }
+
+    #[test]
     fn claim_unknown() {
         let store = SledStore::temporary().unwrap();
         assert!(matches!(
@@ -640,6 +708,7 @@ mod tests {
             (PauseStatus::Expired, "expired"),
             (PauseStatus::Cancelled, "cancelled"),
             (PauseStatus::Lost, "lost"),
+            (PauseStatus::Evicted, "evicted"),
         ] {
             let rec = PauseRecord {
                 status,
@@ -1061,7 +1130,7 @@ mod tests {
     #[test]
     fn counts_cover_every_status() {
         let store = SledStore::temporary().unwrap();
-        assert_eq!(store.counts().len(), 6);
+        assert_eq!(store.counts().len(), PauseStatus::ALL.len());
         assert!(store.counts().values().all(|n| *n == 0));
         for (status, n) in [
             (PauseStatus::Paused, 3),
@@ -1224,6 +1293,7 @@ mod tests {
             PauseStatus::Resuming | PauseStatus::Finished => "already_used",
             PauseStatus::Expired => "expired",
             PauseStatus::Cancelled => "cancelled",
+            PauseStatus::Evicted => "evicted",
             PauseStatus::Paused if now >= record.deadline => "expired",
             PauseStatus::Paused => "ok",
         }

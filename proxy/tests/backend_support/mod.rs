@@ -114,6 +114,7 @@ pub fn settings(max_lanes: usize, roots: &[&str]) -> PoolSettings {
         roots: roots.iter().map(|root| root.to_string()).collect(),
         client_info: json!({"name": "mcp-mrtr-proxy-tests", "version": "0.0.0"}),
         request_timeout: Duration::from_secs(10),
+        call_sessions: Default::default(),
     }
 }
 

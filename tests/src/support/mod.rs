@@ -18,6 +18,7 @@ pub mod conformance;
 pub mod isolation;
 pub mod legacy_clients;
 mod modern;
+pub mod node;
 mod process;
 pub mod python;
 mod raw;
@@ -33,6 +34,7 @@ pub use build::{binaries, binaries_async, target_dir, Binaries};
 pub use isolation::assert_concurrent_clients_are_isolated;
 pub use legacy_clients::{LegacyReport, LegacyRun, LegacySdk, LegacyTarget};
 pub use modern::{default_capabilities, tool_params, tool_text, ModernClient, ScriptedHandler};
+pub use node::LegacyTsServer;
 pub use process::{
     is_alive, metric, Backend, BackendKind, LegacyHttpServer, Proxy, ProxyOptions, Stack,
 };

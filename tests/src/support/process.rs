@@ -25,10 +25,10 @@ const LOG_LINES: usize = 400;
 
 /// The last lines a child wrote, printed when a test fails.
 #[derive(Debug, Clone, Default)]
-struct Logs(Arc<Mutex<VecDeque<String>>>);
+pub(super) struct Logs(Arc<Mutex<VecDeque<String>>>);
 
 impl Logs {
-    fn push(&self, line: String) {
+    pub(super) fn push(&self, line: String) {
         let mut lines = self.0.lock().unwrap();
         if lines.len() == LOG_LINES {
             lines.pop_front();
@@ -40,7 +40,7 @@ impl Logs {
         self.0.lock().unwrap().iter().cloned().collect()
     }
 
-    fn dump(&self, who: &str) {
+    pub(super) fn dump(&self, who: &str) {
         let lines = self.0.lock().unwrap();
         eprintln!("---- last {} lines of {who} ----", lines.len());
         for line in lines.iter() {
@@ -52,7 +52,11 @@ impl Logs {
 
 /// Spawns `command` with piped output, waits for its `listening on http://ADDR/mcp` line on
 /// stdout and returns the child and that URL. Output is kept in `logs`.
-async fn spawn_listening(mut command: Command, who: &str, logs: &Logs) -> (Child, String) {
+pub(super) async fn spawn_listening(
+    mut command: Command,
+    who: &str,
+    logs: &Logs,
+) -> (Child, String) {
     command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -104,7 +108,7 @@ fn pump_lines(stream: impl Read, logs: &Logs) {
     }
 }
 
-fn kill_and_reap(child: &mut Child) {
+pub(super) fn kill_and_reap(child: &mut Child) {
     let _ = child.kill();
     let _ = child.wait();
 }

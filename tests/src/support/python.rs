@@ -1,5 +1,5 @@
-//! The legacy HTTP+SSE server (`tests/legacy-sse-server`, the official Python SDK) as a child
-//! process, and the virtual environment it runs in.
+//! The legacy Python server (`tests/legacy-sse-server`, the official Python SDK) as a child
+//! process, over HTTP+SSE or Streamable HTTP, and the virtual environment it runs in.
 //!
 //! The venv lives at `<target>/legacy-sse-venv` and is built once: `python3 -m venv`, then
 //! `pip install -r tests/legacy-sse-server/requirements.txt`. A marker file in the venv holds
@@ -230,20 +230,31 @@ pub struct LegacySseServer {
     port: u16,
     python: PathBuf,
     logs: Logs,
+    transport: &'static str,
 }
 
 impl LegacySseServer {
     /// Prepares the venv (once per process), starts the server on a free port and waits until
     /// `GET /sse` answers with an event stream.
     pub async fn start() -> LegacySseServer {
+        Self::start_with("sse").await
+    }
+
+    /// The same server over legacy Streamable HTTP (`--transport streamable-http`, at `/mcp`):
+    /// FastMCP's request-scoped sends (`ctx.elicit`) arrive on the call's own POST stream.
+    pub async fn start_streamable_http() -> LegacySseServer {
+        Self::start_with("streamable-http").await
+    }
+
+    async fn start_with(transport: &'static str) -> LegacySseServer {
         let python = legacy_sse_python_async().await;
         let logs = Logs::default();
         // The free port may be taken between probing and binding: try a few.
         for attempt in 1..=3 {
             let port = free_port();
-            let mut child = spawn(&python, port, &logs);
-            let url = format!("http://127.0.0.1:{port}/sse");
-            match wait_ready(&url, &mut child).await {
+            let mut child = spawn(&python, port, transport, &logs);
+            let url = url_of(port, transport);
+            match wait_ready(&url, transport, &mut child).await {
                 Ok(()) => {
                     return LegacySseServer {
                         child,
@@ -251,6 +262,7 @@ impl LegacySseServer {
                         port,
                         python,
                         logs,
+                        transport,
                     }
                 }
                 Err(why) if attempt < 3 && why.starts_with("exited") => {
@@ -262,7 +274,8 @@ impl LegacySseServer {
         unreachable!("the last attempt returns or panics")
     }
 
-    /// `http://127.0.0.1:PORT/sse`, the SSE endpoint (the same across [`restart`](Self::restart)).
+    /// `http://127.0.0.1:PORT/sse`, the SSE endpoint, or `http://127.0.0.1:PORT/mcp` over
+    /// Streamable HTTP (the same across [`restart`](Self::restart)).
     pub fn url(&self) -> &str {
         &self.url
     }
@@ -286,8 +299,8 @@ impl LegacySseServer {
     pub async fn restart(&mut self) {
         kill_and_reap(&mut self.child);
         self.logs.push("==== restart ====".into());
-        self.child = spawn(&self.python, self.port, &self.logs);
-        if let Err(why) = wait_ready(&self.url, &mut self.child).await {
+        self.child = spawn(&self.python, self.port, self.transport, &self.logs);
+        if let Err(why) = wait_ready(&self.url, self.transport, &mut self.child).await {
             fail(&mut self.child, &self.logs, &self.url, &why);
         }
     }
@@ -310,12 +323,20 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn spawn(python: &Path, port: u16, logs: &Logs) -> Child {
+fn url_of(port: u16, transport: &str) -> String {
+    match transport {
+        "sse" => format!("http://127.0.0.1:{port}/sse"),
+        _ => format!("http://127.0.0.1:{port}/mcp"),
+    }
+}
+
+fn spawn(python: &Path, port: u16, transport: &str, logs: &Logs) -> Child {
     let script = workspace_root().join(SERVER_DIR).join("server.py");
     let mut command = Command::new(python);
     command
         .arg(&script)
         .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--transport", transport])
         // Unbuffered, so that the log shows everything up to a crash.
         .env("PYTHONUNBUFFERED", "1")
         .stdin(Stdio::null())
@@ -330,8 +351,9 @@ fn spawn(python: &Path, port: u16, logs: &Logs) -> Child {
 }
 
 /// Polls `GET url` until it answers 200 with `text/event-stream` (the stream is dropped at
-/// once). `Err("exited ...")` when the child died first.
-async fn wait_ready(url: &str, child: &mut Child) -> Result<(), String> {
+/// once), or over Streamable HTTP until it answers at all (a GET without a session is refused).
+/// `Err("exited ...")` when the child died first.
+async fn wait_ready(url: &str, transport: &str, child: &mut Child) -> Result<(), String> {
     let client = reqwest::Client::builder()
         .no_proxy()
         .timeout(Duration::from_secs(5))
@@ -351,8 +373,9 @@ async fn wait_ready(url: &str, child: &mut Child) -> Result<(), String> {
                     .and_then(|value| value.to_str().ok())
                     .unwrap_or_default()
                     .to_owned();
-                if response.status().as_u16() == 200
-                    && content_type.starts_with("text/event-stream")
+                if transport != "sse"
+                    || (response.status().as_u16() == 200
+                        && content_type.starts_with("text/event-stream"))
                 {
                     return Ok(());
                 }

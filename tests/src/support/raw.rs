@@ -63,6 +63,8 @@ pub struct RawResponse {
     pub notifications: Vec<Value>,
     /// The body as received.
     pub body: String,
+    /// The `Retry-After` header, if any.
+    pub retry_after: Option<String>,
 }
 
 impl RawResponse {
@@ -247,6 +249,11 @@ impl RawClient {
             .unwrap_or("")
             .trim()
             .to_ascii_lowercase();
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         let body = response
             .text()
             .await
@@ -269,6 +276,7 @@ impl RawClient {
             message,
             notifications,
             body,
+            retry_after,
         }
     }
 

@@ -1,0 +1,419 @@
+//! Paused calls at scale (issue 11): a thousand people with a pending form at once, in front of
+//! real legacy servers with the proxy's default flags. No pause is dropped because others paused;
+//! every paused call resumes with its own answer. Servers that send their mid-call requests on
+//! the call's own POST stream (TypeScript SDK 1.x `extra.sendRequest`, Python FastMCP
+//! `ctx.elicit`) share a handful of legacy sessions; the rmcp fixture (requests on the session's
+//! GET stream) gets a session per call. Also: the retryable refusal when every lane is held by a
+//! paused call, the "evicted" message, no cross-talk when a lane is recycled, and the issue 16
+//! regression "eviction counts start-up time".
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mcp_migrate_tests::support::{
+    assert_error, binaries_async, metric, within, Backend, BackendKind, LegacySseServer,
+    LegacyTsServer, Proxy, ProxyOptions, RawClient, RawResponse, Stack,
+};
+use serde_json::{json, Value};
+use tokio::task::JoinSet;
+
+/// Concurrent paused calls, each from its own principal.
+const CALLS: usize = 1000;
+
+fn bearer(i: usize) -> String {
+    format!("Bearer person-{i}")
+}
+
+/// `ask_name` from principal `i`.
+async fn ask(raw: &RawClient, i: usize) -> RawResponse {
+    let mut request = raw.tool_request("ask_name", json!({}));
+    request.set_header("Authorization", &bearer(i));
+    raw.send(&request).await
+}
+
+/// The retry of principal `i`'s pause, answering with the name `Person i`.
+async fn answer(raw: &RawClient, i: usize, requests: &Value, state: &str) -> RawResponse {
+    let key = requests
+        .as_object()
+        .and_then(|map| map.keys().next())
+        .expect("one input request")
+        .clone();
+    let answers = json!({ key: {"action": "accept", "content": {"name": format!("Person {i}")}} });
+    let mut request = raw.retry_request("ask_name", json!({}), answers, Some(state));
+    request.set_header("Authorization", &bearer(i));
+    raw.send(&request).await
+}
+
+/// Pauses `CALLS` calls at once, checks the proxy holds them all, then resumes them all at once,
+/// each with its own answer. Returns the legacy sessions the proxy opened.
+async fn a_thousand_pauses(proxy: &Proxy) -> f64 {
+    let raw = Arc::new(proxy.raw());
+    let started = Instant::now();
+    let mut calls = JoinSet::new();
+    for i in 0..CALLS {
+        let raw = Arc::clone(&raw);
+        calls.spawn(async move { (i, ask(&raw, i).await) });
+    }
+    let mut paused = Vec::with_capacity(CALLS);
+    while let Some(outcome) = calls.join_next().await {
+        let (i, response) = outcome.expect("a call task");
+        assert_eq!(
+            response.result_type(),
+            Some("input_required"),
+            "call {i} did not pause: {response:#?}"
+        );
+        let (requests, state) = response.input_required();
+        paused.push((i, requests.clone(), state.to_owned()));
+    }
+    let parked = started.elapsed();
+    let metrics = proxy.metrics().await;
+    assert_eq!(
+        metric(&metrics, "mcp_proxy_paused_calls"),
+        CALLS as f64,
+        "every call is paused at once"
+    );
+    let sessions = metric(&metrics, "mcp_proxy_lane_starts_total");
+
+    let started = Instant::now();
+    let mut retries = JoinSet::new();
+    for (i, requests, state) in paused {
+        let raw = Arc::clone(&raw);
+        retries.spawn(async move { (i, answer(&raw, i, &requests, &state).await) });
+    }
+    while let Some(outcome) = retries.join_next().await {
+        let (i, response) = outcome.expect("a retry task");
+        assert_eq!(
+            response.text(),
+            format!("Hello, Person {i}!"),
+            "retry {i} got someone else's answer or none: {response:#?}"
+        );
+    }
+    eprintln!(
+        "{CALLS} paused calls: parked in {parked:?}, resumed in {:?}, {sessions} legacy sessions opened",
+        started.elapsed()
+    );
+    let metrics = proxy.metrics().await;
+    assert_eq!(metric(&metrics, "mcp_proxy_paused_calls"), 0.0);
+    assert_eq!(
+        metric(
+            &metrics,
+            "mcp_proxy_pause_expiries_total{cause=\"evicted\"}"
+        ),
+        0.0
+    );
+    sessions
+}
+
+fn http_proxy(url: &str) -> ProxyOptions {
+    ProxyOptions {
+        backend: Backend::Http(url.to_owned()),
+        ..ProxyOptions::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_pauses_share_sessions_on_a_python_fastmcp_server() {
+    binaries_async().await;
+    within(Duration::from_secs(300), "1,000 pauses (Python)", async {
+        let legacy = LegacySseServer::start_streamable_http().await;
+        let proxy = Proxy::start(http_proxy(legacy.url())).await;
+        let sessions = a_thousand_pauses(&proxy).await;
+        // The probe call's own session, the shared one, and the one `/healthz` opened.
+        assert!(
+            sessions <= 4.0,
+            "{sessions} legacy sessions for {CALLS} pauses"
+        );
+        drop(legacy);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_pauses_share_sessions_on_a_typescript_sdk_server() {
+    binaries_async().await;
+    within(
+        Duration::from_secs(300),
+        "1,000 pauses (TypeScript)",
+        async {
+            let legacy = LegacyTsServer::start().await;
+            let proxy = Proxy::start(http_proxy(legacy.url())).await;
+            let sessions = a_thousand_pauses(&proxy).await;
+            assert!(
+                sessions <= 4.0,
+                "{sessions} legacy sessions for {CALLS} pauses"
+            );
+            drop(legacy);
+        },
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_pauses_fit_the_default_pool_on_the_rmcp_fixture() {
+    binaries_async().await;
+    within(Duration::from_secs(300), "1,000 pauses (rmcp)", async {
+        let stack = Stack::start(BackendKind::Http, ProxyOptions::default()).await;
+        let sessions = a_thousand_pauses(&stack.proxy).await;
+        // rmcp 2.x sends its requests on the GET stream: a session per paused call.
+        assert!(sessions >= CALLS as f64, "{sessions}");
+    })
+    .await;
+}
+
+/// A server whose requests for one tool come on the call's stream and for another on the GET
+/// stream: each tool lands where its attribution needs, and both complete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_tool_lands_where_its_requests_arrive_on_a_typescript_sdk_server() {
+    binaries_async().await;
+    within(
+        Duration::from_secs(120),
+        "mixed tools (TypeScript)",
+        async {
+            let legacy = LegacyTsServer::start().await;
+            let proxy = Proxy::start(http_proxy(legacy.url())).await;
+            let raw = proxy.raw();
+            for round in 0..3 {
+                let asked = ask(&raw, round).await;
+                let (requests, state) = asked.input_required();
+                let summary = raw.call_tool("summarize", json!({"text": "a b c"})).await;
+                let (sampling, sampling_state) = summary.input_required();
+                let key = sampling.as_object().unwrap().keys().next().unwrap().clone();
+                let reply = json!({ key: {
+                    "role": "assistant",
+                    "content": {"type": "text", "text": format!("summary {round}")},
+                    "model": "test-model",
+                }});
+                let done = raw
+                    .retry_tool(
+                        "summarize",
+                        json!({"text": "a b c"}),
+                        reply,
+                        Some(sampling_state),
+                    )
+                    .await;
+                assert_eq!(done.text(), format!("summary {round}"), "{done:#?}");
+                let greeted = answer(&raw, round, requests, state).await;
+                assert_eq!(greeted.text(), format!("Hello, Person {round}!"));
+            }
+            let log = proxy.log_lines().join("\n");
+            assert!(log.contains("its calls share legacy sessions"), "{log}");
+            assert!(log.contains("its calls get a legacy session each"), "{log}");
+        },
+    )
+    .await;
+}
+
+/// Every lane held by a paused call: the new call is refused at once-ish (HTTP 503 with
+/// `Retry-After`, JSON-RPC -32000 naming `pool-size`), counted in `/metrics`; no pause is
+/// dropped, and once a pause is answered its lane serves the refused caller's retry.
+async fn a_new_call_is_refused_when_paused_calls_hold_every_lane(kind: BackendKind) {
+    let stack = Stack::start(
+        kind,
+        ProxyOptions {
+            pool_size: Some(1),
+            ..ProxyOptions::default()
+        },
+    )
+    .await;
+    let raw = stack.raw();
+    let first = ask(&raw, 1).await;
+    let (requests, state) = first.input_required();
+
+    let started = Instant::now();
+    let mut refused_request = raw.tool_request("ask_name", json!({}));
+    refused_request.set_header("Authorization", &bearer(2));
+    let refused = raw.send(&refused_request).await;
+    assert_eq!(refused.status, 503, "{refused:#?}");
+    assert_eq!(refused.retry_after.as_deref(), Some("1"), "{refused:#?}");
+    let message = assert_error(&refused, &refused_request, &[-32000]);
+    assert!(message.contains("paused calls"), "{message}");
+    assert_eq!(refused.error()["data"]["limit"], "pool-size");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    let metrics = stack.proxy.metrics().await;
+    assert_eq!(
+        metric(
+            &metrics,
+            "mcp_proxy_rejections_total{reason=\"lane_capacity\"}"
+        ),
+        1.0
+    );
+
+    // The pause was not touched.
+    let done = answer(&raw, 1, requests, state).await;
+    assert_eq!(done.text(), "Hello, Person 1!", "{done:#?}");
+    let again = ask(&raw, 2).await;
+    let (requests, state) = again.input_required();
+    let done = answer(&raw, 2, requests, state).await;
+    assert_eq!(done.text(), "Hello, Person 2!", "{done:#?}");
+}
+
+/// The legacy server goes away under a paused call: the retry is told the call was evicted and
+/// why, never that it expired.
+async fn a_pause_whose_session_ended_is_told_it_was_evicted(raw: &RawClient, kill: impl FnOnce()) {
+    let paused = ask(raw, 7).await;
+    let (_, state) = paused.input_required();
+    kill();
+    // The sweep runs every second.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let mut retry = raw.retry_request("ask_name", json!({}), json!({}), Some(state));
+    retry.set_header("Authorization", &bearer(7));
+    let told = raw.send(&retry).await;
+    let message = assert_error(&told, &retry, &[-32603]);
+    assert!(message.contains("evicted"), "{message}");
+    assert!(message.contains("legacy session ended"), "{message}");
+    assert!(!message.contains("expired"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_evicted_pause_is_told_why_rmcp() {
+    binaries_async().await;
+    within(Duration::from_secs(60), "evicted (rmcp)", async {
+        let mut stack = Stack::start(BackendKind::Http, ProxyOptions::default()).await;
+        let raw = stack.raw();
+        let legacy = stack.legacy.as_mut().expect("an HTTP backend");
+        a_pause_whose_session_ended_is_told_it_was_evicted(&raw, || legacy.kill()).await;
+        let metrics = stack.proxy.metrics().await;
+        assert_eq!(
+            metric(
+                &metrics,
+                "mcp_proxy_pause_expiries_total{cause=\"evicted\"}"
+            ),
+            1.0
+        );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_evicted_pause_is_told_why_python_shared_session() {
+    binaries_async().await;
+    within(Duration::from_secs(120), "evicted (Python)", async {
+        let mut legacy = LegacySseServer::start_streamable_http().await;
+        let proxy = Proxy::start(http_proxy(legacy.url())).await;
+        let raw = proxy.raw();
+        // Learn that ask_name shares sessions, then pause on the shared one.
+        let probe = ask(&raw, 1).await;
+        let (requests, state) = probe.input_required();
+        assert_eq!(
+            answer(&raw, 1, requests, state).await.text(),
+            "Hello, Person 1!"
+        );
+        a_pause_whose_session_ended_is_told_it_was_evicted(&raw, || legacy.kill()).await;
+    })
+    .await;
+}
+
+/// A call cancelled mid-way (its client left) does not hand its lane, with the legacy call still
+/// winding down, to the next call: the lane is retired and the next call gets a fresh one, sees
+/// only its own input request and gets only its own result.
+async fn no_cross_talk_when_a_lane_is_recycled(kind: BackendKind) {
+    let stack = Stack::start(
+        kind,
+        ProxyOptions {
+            pool_size: Some(1),
+            ..ProxyOptions::default()
+        },
+    )
+    .await;
+    let raw = stack.raw();
+    for round in 0..3 {
+        // A call that sends progress for 2 s, abandoned after 300 ms.
+        let mut request = raw.tool_request("slow_count", json!({"n": 100}));
+        request.body["params"]["_meta"]["progressToken"] = json!("left-behind");
+        request.set_header("Authorization", &bearer(100 + round));
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(Duration::from_millis(300))
+            .build()
+            .unwrap();
+        let mut builder = client.post(raw.url()).json(&request.body);
+        for (name, value) in &request.headers {
+            builder = builder.header(name.as_str(), value.as_str());
+        }
+        let left = async { builder.send().await?.text().await }.await;
+        assert!(left.is_err(), "slow_count finished too early: {left:?}");
+
+        // The next caller, on the only lane the pool may have.
+        let mut next = raw.tool_request("ask_name", json!({}));
+        next.body["params"]["_meta"]["progressToken"] = json!("mine");
+        next.set_header("Authorization", &bearer(round));
+        let paused = raw.send(&next).await;
+        assert!(
+            paused
+                .notifications
+                .iter()
+                .all(|n| n["params"]["progressToken"] == "mine"),
+            "{paused:#?}"
+        );
+        let (requests, state) = paused.input_required();
+        let asked = requests.as_object().unwrap().values().next().unwrap();
+        assert!(
+            asked.to_string().contains("What is your name?"),
+            "{requests:#}"
+        );
+        let done = answer(&raw, round, requests, state).await;
+        assert_eq!(done.text(), format!("Hello, Person {round}!"), "{done:#?}");
+    }
+    let log = stack.proxy.log_lines().join("\n");
+    assert!(log.contains("retiring a lane"), "{log}");
+}
+
+mcp_migrate_tests::per_backend!(90;
+    a_new_call_is_refused_when_paused_calls_hold_every_lane,
+    no_cross_talk_when_a_lane_is_recycled,
+);
+
+/// Issue 16, "eviction counts start-up time": with a cold pool, a call that waits for a new legacy
+/// process to start while another call is paused must not cost the paused call anything, however
+/// long the start takes (here 2.5 s, more than the 2 s after which a pause used to be evicted).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eviction_counts_start_up_time() {
+    let binaries = binaries_async().await;
+    within(Duration::from_secs(90), "slow start", async {
+        let dir = tempfile::tempdir().unwrap();
+        let wrapper = dir.path().join("slow-legacy-server");
+        std::fs::write(
+            &wrapper,
+            format!(
+                "#!/bin/sh\nsleep 2.5\nexec '{}' \"$@\"\n",
+                binaries.legacy_server.display()
+            ),
+        )
+        .unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let stack = Stack::start(
+            BackendKind::Stdio,
+            ProxyOptions {
+                pool_size: Some(2),
+                legacy_binary: Some(wrapper),
+                ..ProxyOptions::default()
+            },
+        )
+        .await;
+        let raw = stack.raw();
+        let first = ask(&raw, 1).await;
+        let (first_requests, first_state) = first.input_required();
+        // The only lane is held by the pause: this call waits for a second process (2.5 s).
+        let started = Instant::now();
+        let second = ask(&raw, 2).await;
+        assert!(
+            started.elapsed() >= Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+        let (second_requests, second_state) = second.input_required();
+        let done = answer(&raw, 1, first_requests, first_state).await;
+        assert_eq!(done.text(), "Hello, Person 1!", "{done:#?}");
+        let done = answer(&raw, 2, second_requests, second_state).await;
+        assert_eq!(done.text(), "Hello, Person 2!", "{done:#?}");
+    })
+    .await;
+}
