@@ -11,10 +11,11 @@
 //! - [`table`]: `Mcp-Session-Id` → session, bounded (`--max-legacy-sessions`), idle expiry
 //!   (`--legacy-session-idle-timeout`);
 //! - [`relay`]: one session: requests, notifications, cancellation, responses to the server's
-//!   requests, and where each server message goes.
+//!   requests; `route.rs`: where each server message goes.
 
 pub mod era;
 pub mod relay;
+mod route;
 pub mod table;
 
 use std::sync::Arc;

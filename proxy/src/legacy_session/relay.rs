@@ -30,6 +30,7 @@ use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::route::{flush_queue_into_request, send, targets};
 use crate::backend::{BackendError, BackendEvent, Lane, SessionLane};
 use crate::jsonrpc::{codes, ErrorObject, Message, Reply};
 use crate::request::Outgoing;
@@ -63,32 +64,26 @@ impl ClientLabel {
     }
 }
 
-/// Where a server message goes.
-enum Target {
-    Request(mpsc::Sender<Outgoing>),
-    Standalone(mpsc::Sender<Message>),
-}
-
-struct InFlight {
-    legacy_id: Option<Value>,
-    progress_token: Option<String>,
+pub(super) struct InFlight {
+    pub(super) legacy_id: Option<Value>,
+    pub(super) progress_token: Option<String>,
     /// The request's own stream (HTTP, SSE accepted), for server messages.
-    stream: Option<mpsc::Sender<Outgoing>>,
+    pub(super) stream: Option<mpsc::Sender<Outgoing>>,
     /// Start order (the newest stream is a fallback target).
-    order: u64,
-    cancelled: bool,
+    pub(super) order: u64,
+    pub(super) cancelled: bool,
 }
 
 #[derive(Default)]
-struct SessionState {
-    in_flight: HashMap<String, InFlight>,
-    next_order: u64,
-    standalone: Option<mpsc::Sender<Message>>,
-    queue: VecDeque<Message>,
+pub(super) struct SessionState {
+    pub(super) in_flight: HashMap<String, InFlight>,
+    pub(super) next_order: u64,
+    pub(super) standalone: Option<mpsc::Sender<Message>>,
+    pub(super) queue: VecDeque<Message>,
     /// The server's requests the client has not answered yet (by id).
-    server_requests: HashSet<String>,
-    warned: HashSet<RuleId>,
-    last_active: Option<Instant>,
+    pub(super) server_requests: HashSet<String>,
+    pub(super) warned: HashSet<RuleId>,
+    pub(super) last_active: Option<Instant>,
 }
 
 /// One legacy client session.
@@ -571,57 +566,6 @@ impl Session {
                 );
                 let _ = lane.respond(id, Err(error)).await;
             });
-        }
-    }
-}
-
-/// The targets of a server message, best first.
-fn targets(state: &SessionState, progress: Option<&str>, change: bool) -> Vec<Target> {
-    let mut targets = Vec::new();
-    let streams: Vec<&InFlight> = state
-        .in_flight
-        .values()
-        .filter(|flight| flight.stream.as_ref().is_some_and(|s| !s.is_closed()))
-        .collect();
-    if let Some(token) = progress {
-        if let Some(flight) = streams
-            .iter()
-            .find(|flight| flight.progress_token.as_deref() == Some(token))
-        {
-            targets.extend(flight.stream.clone().map(Target::Request));
-        }
-    }
-    if !change && streams.len() == 1 {
-        targets.extend(streams[0].stream.clone().map(Target::Request));
-    }
-    if let Some(standalone) = state.standalone.as_ref().filter(|s| !s.is_closed()) {
-        targets.push(Target::Standalone(standalone.clone()));
-    }
-    if let Some(newest) = streams.iter().max_by_key(|flight| flight.order) {
-        targets.extend(newest.stream.clone().map(Target::Request));
-    }
-    targets
-}
-
-/// Sends without waiting; the message comes back when the target cannot take it now.
-fn send(target: Target, message: Message) -> Result<(), Message> {
-    match target {
-        Target::Request(tx) => tx
-            .try_send(Outgoing::Notification(message))
-            .map_err(|error| match error.into_inner() {
-                Outgoing::Notification(message) | Outgoing::Final { message, .. } => message,
-            }),
-        Target::Standalone(tx) => tx.try_send(message).map_err(|error| error.into_inner()),
-    }
-}
-
-fn flush_queue_into_request(state: &mut SessionState, stream: &mpsc::Sender<Outgoing>) {
-    while let Some(message) = state.queue.pop_front() {
-        if let Err(error) = stream.try_send(Outgoing::Notification(message)) {
-            if let Outgoing::Notification(message) = error.into_inner() {
-                state.queue.push_front(message);
-            }
-            break;
         }
     }
 }
