@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo run --release -p mcp-migrate-tests --example paused_calls -- \
-//!     [--backend ts|python|rmcp] [--calls 10000] [--in-flight 256]
+//!     [--backend ts|python|rmcp] [--calls 10000] [--in-flight 256] [--settle 15]
 //! ```
 //!
 //! The example starts the legacy server (`ts`: the TypeScript SDK 1.x fixture, `python`: the
@@ -20,7 +20,8 @@
 //!    each must answer `Hello, Person i!`.
 //!
 //! Output: one JSON line on stdout. The proxy's RSS is measured before the first call (with one
-//! legacy session open, for `/healthz`) and with every call paused; the cost per paused call is
+//! legacy session open, for `/healthz`), right after every call paused, and again `--settle`
+//! seconds later (the allocator returns freed pages after a delay); the cost per paused call is
 //! the difference over `N`.
 
 use std::sync::Arc;
@@ -37,6 +38,7 @@ struct Options {
     backend: String,
     calls: usize,
     in_flight: usize,
+    settle: Duration,
 }
 
 fn parse() -> Result<Options, String> {
@@ -44,6 +46,7 @@ fn parse() -> Result<Options, String> {
         backend: "ts".into(),
         calls: 10_000,
         in_flight: 256,
+        settle: Duration::from_secs(15),
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -53,6 +56,10 @@ fn parse() -> Result<Options, String> {
             "--calls" => options.calls = value()?.parse().map_err(|e| format!("--calls: {e}"))?,
             "--in-flight" => {
                 options.in_flight = value()?.parse().map_err(|e| format!("--in-flight: {e}"))?
+            }
+            "--settle" => {
+                options.settle =
+                    Duration::from_secs(value()?.parse().map_err(|e| format!("--settle: {e}"))?)
             }
             other => return Err(format!("unknown argument `{other}`")),
         }
@@ -204,6 +211,10 @@ async fn main() {
     let sessions = metric(&metrics, "mcp_proxy_lane_starts_total");
     let rss_paused = proxy.rss_kib();
     let legacy_rss_paused = rss_kib(legacy.pid());
+    // The allocator gives back what parking used and freed only after a while (jemalloc's
+    // dirty-page decay): what the paused calls keep is the RSS once that settled.
+    tokio::time::sleep(options.settle).await;
+    let rss_settled = proxy.rss_kib();
 
     let states = Arc::new(states);
     let resume = {
@@ -244,6 +255,10 @@ async fn main() {
         "proxy_rss_before_kib": rss_before,
         "proxy_rss_paused_kib": rss_paused,
         "proxy_kib_per_paused_call": (rss_paused.saturating_sub(rss_before)) as f64 / calls as f64,
+        "settle_s": options.settle.as_secs(),
+        "proxy_rss_settled_kib": rss_settled,
+        "proxy_kib_per_paused_call_settled":
+            (rss_settled.saturating_sub(rss_before)) as f64 / calls as f64,
         "legacy_rss_before_kib": legacy_rss_before,
         "legacy_rss_paused_kib": legacy_rss_paused,
         "wrong_or_failed_retries": wrong,
