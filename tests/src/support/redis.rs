@@ -120,6 +120,20 @@ impl RedisServer {
         ) && &reply == b"+PONG\r\n"
     }
 
+    /// Deletes every key (`FLUSHALL`), for a test that starts from an empty store.
+    pub async fn flush_all(&self) {
+        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", self.port))
+            .await
+            .expect("connect to redis-server");
+        stream
+            .write_all(b"FLUSHALL\r\n")
+            .await
+            .expect("send FLUSHALL");
+        let mut reply = [0u8; 5];
+        stream.read_exact(&mut reply).await.expect("FLUSHALL reply");
+        assert_eq!(&reply, b"+OK\r\n", "FLUSHALL");
+    }
+
     /// `redis://127.0.0.1:PORT/DB`.
     pub fn url(&self, db: u8) -> String {
         format!("redis://127.0.0.1:{}/{db}", self.port)

@@ -1,6 +1,7 @@
 //! A model-based property test of the pause/resume protocol as the engine runs it, over the real
-//! [`Sealer`] and the real sled [`PauseStore`] (the engine itself needs live legacy lanes; its
-//! behaviour end to end is in `tests/tests/proxy_*.rs`).
+//! [`Sealer`] and a real [`PauseStore`] through the trait — sled (a temporary directory) and Redis
+//! (a real `redis-server`, emptied before each case) — (the engine itself needs live legacy
+//! lanes; its behaviour end to end is in the other `proxy_*` tests).
 //!
 //! The engine's steps, mirrored (`engine/pauses.rs` `park`, `claim`, `sweep`, `lib.rs` startup):
 //! - **pause** (`park`): a new pause id, a `Paused` record with deadline `now + ttl`, and a state
@@ -9,8 +10,9 @@
 //!   and params digest at `now`; then `claim` the pause (single use); then `Finished`; then the call
 //!   either ends or pauses again (next round: a new pause id and state, round + 1);
 //! - **sweep**: `expired(now)`, each `Paused` → `Expired` by compare-and-swap;
-//! - **restart**: the store reopened (new boot id), `mark_previous_boots_lost`, the state key
-//!   read back from the store, the in-memory calls gone.
+//! - **restart**: the store reopened (new instance id; for Redis, once the old instance's
+//!   registration is gone), `recover`, the state key read back from the store, the in-memory
+//!   calls gone.
 //!
 //! The model says what every retry must get: which binding error, expired, already used (a
 //! replay, or an earlier round's state), lost (restart), or a resumption; and what every record's
@@ -18,11 +20,14 @@
 //! store.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
+use mcp_migrate_tests::support::RedisServer;
 use mcp_mrtr_proxy::request::Principal;
 use mcp_mrtr_proxy::state::{params_digest, Claims, PauseId, Sealer, StateError};
-use mcp_mrtr_proxy::store::sled::SledStore as PauseStore;
-use mcp_mrtr_proxy::store::{ClaimError, PauseRecord, PauseStatus};
+use mcp_mrtr_proxy::store::{
+    self, ClaimError, Owner, PauseRecord, PauseStatus, PauseStore, StoreLocation,
+};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -152,8 +157,9 @@ fn expected_retry(
 
 /// What the real sealer and store give a retry, the engine's way.
 fn actual_retry(
+    rt: &tokio::runtime::Runtime,
     sealer: &Sealer,
-    store: &PauseStore,
+    store: &dyn PauseStore,
     state: &str,
     presented: (&Principal, &str, &[u8; 32]),
     now: u64,
@@ -163,7 +169,7 @@ fn actual_retry(
         Err(StateError::Expired) => return ("state_expired", None),
         Err(error) => return (error.reason(), None),
     };
-    match store.claim(&claims.pause_id, now) {
+    match rt.block_on(store.claim(&claims.pause_id, now)) {
         Ok(record) => {
             assert_eq!(record.status, PauseStatus::Resuming);
             assert_eq!(record.round, claims.round);
@@ -176,9 +182,24 @@ fn actual_retry(
     }
 }
 
+/// Where the store lives: a sled directory, or a Redis server shared by the cases.
+enum Backing {
+    Sled(tempfile::TempDir),
+    Redis(String),
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 struct World {
-    dir: tempfile::TempDir,
-    store: PauseStore,
+    backing: Backing,
+    rt: Arc<tokio::runtime::Runtime>,
+    store: Arc<dyn PauseStore>,
     sealer: Sealer,
     boot: u32,
     now: u64,
@@ -190,12 +211,22 @@ struct World {
 }
 
 impl World {
-    fn new() -> World {
-        let dir = tempfile::tempdir().unwrap();
-        let store = PauseStore::open(dir.path()).unwrap();
-        let sealer = Sealer::new(&store.state_key().unwrap());
+    /// A fresh world on `redis` (emptied first), else on a new sled directory.
+    fn new(redis: Option<(&tokio::runtime::Runtime, &RedisServer)>) -> World {
+        let (backing, rt) = if let Some((server_rt, server)) = redis {
+            server_rt.block_on(server.flush_all());
+            (Backing::Redis(server.url(0)), Arc::new(runtime()))
+        } else {
+            (
+                Backing::Sled(tempfile::tempdir().unwrap()),
+                Arc::new(runtime()),
+            )
+        };
+        let store = rt.block_on(open(&backing));
+        let sealer = Sealer::new(&rt.block_on(store.state_key()).unwrap());
         World {
-            dir,
+            backing,
+            rt,
             store,
             sealer,
             boot: 0,
@@ -213,7 +244,7 @@ impl World {
         let deadline = self.now + ttl;
         let record = PauseRecord {
             pause_id,
-            boot_id: self.store.boot_id(),
+            boot_id: self.store.instance_id(),
             status: PauseStatus::Paused,
             method: method.to_owned(),
             round,
@@ -222,7 +253,7 @@ impl World {
             deadline_ms: deadline,
             input_keys: vec![format!("elicitation-{round}")],
         };
-        self.store.insert(&record).unwrap();
+        self.block(self.store.park(&record)).unwrap();
         let claims = Claims {
             pause_id,
             principal: self::principal(principal),
@@ -298,8 +329,9 @@ impl World {
             self.now,
         );
         let (got, claims) = actual_retry(
+            &self.rt,
             &self.sealer,
-            &self.store,
+            self.store.as_ref(),
             &issued.state,
             presented,
             self.now,
@@ -311,8 +343,7 @@ impl World {
             prop_assert!(self.resumed.insert(pause_id), "{} resumed twice", pause_id);
             // A resumable record of this boot has its live call in memory.
             prop_assert!(self.live.remove(&pause_id));
-            self.store
-                .set_status(&pause_id, PauseStatus::Finished)
+            self.block(self.store.set_status(&pause_id, PauseStatus::Finished))
                 .unwrap();
             self.model.get_mut(&pause_id).unwrap().status = PauseStatus::Finished;
             if let Some(ttl) = next_round {
@@ -361,7 +392,7 @@ impl World {
                 let at = at.index(bytes.len());
                 bytes[at] = if bytes[at] == b'A' { b'B' } else { b'A' };
                 let tampered = String::from_utf8(bytes).unwrap();
-                let before = self.store.counts();
+                let before = self.block(self.store.counts());
                 let claims = &issued.claims;
                 let result = self.sealer.open_for(
                     &tampered,
@@ -375,17 +406,18 @@ impl World {
                     "{:?}",
                     result
                 );
-                prop_assert_eq!(self.store.counts(), before);
+                prop_assert_eq!(self.block(self.store.counts()), before);
             }
             Op::Advance { ms } => self.now += ms,
             Op::Sweep => {
                 // `Engine::sweep`.
-                for record in self.store.expired(self.now).unwrap() {
-                    if self
-                        .store
-                        .transition(&record.pause_id, PauseStatus::Paused, PauseStatus::Expired)
-                        .unwrap()
-                    {
+                for record in self.block(self.store.expired(self.now)).unwrap() {
+                    let transition = self.store.transition(
+                        &record.pause_id,
+                        PauseStatus::Paused,
+                        PauseStatus::Expired,
+                    );
+                    if self.block(transition).unwrap() {
                         let model = self.model.get_mut(&record.pause_id).unwrap();
                         prop_assert_eq!(model.status, PauseStatus::Paused);
                         prop_assert!(self.now >= model.deadline);
@@ -401,20 +433,20 @@ impl World {
             Op::Restart => {
                 // `lib.rs::run` at startup, after the process died: memory is gone, the key is
                 // read back from the store.
-                self.store.flush().unwrap();
-                let old_boot_id = self.store.boot_id();
-                // Close the database (its lock) before opening it again.
-                self.store = PauseStore::temporary().unwrap();
-                self.store = mcp_mrtr_proxy::fuzzing::reopen_store(self.dir.path());
-                prop_assert_ne!(self.store.boot_id(), old_boot_id);
+                self.block(self.store.flush()).unwrap();
+                let old_boot_id = self.store.instance_id();
+                // Close the database (its lock) or end the instance before opening it again.
+                self.store = store::temporary().unwrap();
+                self.store = self.rt.block_on(reopen(&self.backing, old_boot_id));
+                prop_assert_ne!(self.store.instance_id(), old_boot_id);
                 self.boot += 1;
-                self.sealer = Sealer::new(&self.store.state_key().unwrap());
+                self.sealer = Sealer::new(&self.block(self.store.state_key()).unwrap());
                 let live_records = self
                     .model
                     .values()
                     .filter(|r| matches!(r.status, PauseStatus::Paused | PauseStatus::Resuming))
                     .count();
-                prop_assert_eq!(self.store.mark_previous_boots_lost().unwrap(), live_records);
+                prop_assert_eq!(self.block(self.store.recover()).unwrap(), live_records);
                 for record in self.model.values_mut() {
                     if matches!(record.status, PauseStatus::Paused | PauseStatus::Resuming) {
                         record.status = PauseStatus::Lost;
@@ -426,11 +458,15 @@ impl World {
         self.check()
     }
 
+    fn block<T>(&self, future: impl std::future::Future<Output = T>) -> T {
+        self.rt.block_on(future)
+    }
+
     /// The store agrees with the model on every record, and the live calls are exactly the
     /// `Paused` records of this boot.
     fn check(&self) -> Result<(), TestCaseError> {
         for (id, record) in &self.model {
-            let stored = self.store.get(id).unwrap().map(|r| r.status);
+            let stored = self.block(self.store.get(id)).unwrap().map(|r| r.status);
             prop_assert_eq!(stored, Some(record.status), "record {}", id);
         }
         let mut counts: BTreeMap<PauseStatus, usize> =
@@ -438,7 +474,7 @@ impl World {
         for record in self.model.values() {
             *counts.get_mut(&record.status).unwrap() += 1;
         }
-        prop_assert_eq!(self.store.counts(), counts);
+        prop_assert_eq!(self.block(self.store.counts()), counts);
         // Exactly the `Paused` records of this boot have a live call.
         let paused: HashSet<PauseId> = self
             .model
@@ -451,20 +487,75 @@ impl World {
     }
 }
 
+async fn open(backing: &Backing) -> Arc<dyn PauseStore> {
+    match backing {
+        Backing::Sled(dir) => store::open(&StoreLocation::Sled(dir.path().to_owned()), None)
+            .await
+            .unwrap(),
+        Backing::Redis(url) => store::open(&StoreLocation::parse(url), None).await.unwrap(),
+    }
+}
+
+/// The store again after the process holding it died: sled reopened (its lock released), or a
+/// new Redis instance once the old one's registration is gone.
+async fn reopen(backing: &Backing, old_instance: u64) -> Arc<dyn PauseStore> {
+    match backing {
+        Backing::Sled(dir) => Arc::new(mcp_mrtr_proxy::fuzzing::reopen_store(dir.path())),
+        Backing::Redis(_) => {
+            let store = open(backing).await;
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while store.owner(old_instance).await.unwrap() != Owner::Gone {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the old instance stayed registered"
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+            store
+        }
+    }
+}
+
+fn run_case(
+    redis: Option<(&tokio::runtime::Runtime, &RedisServer)>,
+    ops: Vec<Op>,
+) -> Result<(), TestCaseError> {
+    let mut world = World::new(redis);
+    for op in ops {
+        world.step(op)?;
+    }
+    // Every state ever issued is still refused or resumable exactly as the model says, and
+    // none resumes once it was used: present each again.
+    for index in 0..world.issued.len() {
+        world.retry(index, [false; 3], None)?;
+        world.check()?;
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     #[test]
-    fn pause_resume_protocol_agrees_with_the_model(ops in proptest::collection::vec(arb_op(), 1..60)) {
-        let mut world = World::new();
-        for op in ops {
-            world.step(op)?;
-        }
-        // Every state ever issued is still refused or resumable exactly as the model says, and
-        // none resumes once it was used: present each again.
-        for index in 0..world.issued.len() {
-            world.retry(index, [false; 3], None)?;
-            world.check()?;
-        }
+    fn pause_resume_protocol_agrees_with_the_model_on_sled(ops in proptest::collection::vec(arb_op(), 1..60)) {
+        run_case(None, ops)?;
+    }
+}
+
+/// The same model on Redis: one `redis-server` for all the cases (emptied before each), stopped
+/// when the test ends.
+#[test]
+fn pause_resume_protocol_agrees_with_the_model_on_redis() {
+    let rt = runtime();
+    let server = rt.block_on(RedisServer::start());
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: 32,
+        ..ProptestConfig::default()
+    });
+    let outcome = runner.run(&proptest::collection::vec(arb_op(), 1..60), |ops| {
+        run_case(Some((&rt, &server)), ops)
+    });
+    if let Err(failure) = outcome {
+        panic!("{failure}");
     }
 }
