@@ -90,6 +90,22 @@ async fn contract(shared: Arc<dyn PauseStore>) {
         Err(StoreError::NotFound { .. })
     ));
 
+    // An eviction ends only a paused call, and its retry is told it was evicted (never expired).
+    let rec = record(store, NOW + 1_000);
+    store.park(&rec).await.unwrap();
+    assert!(store
+        .evict(&rec.pause_id, "its legacy session ended")
+        .await
+        .unwrap());
+    assert!(!store.evict(&rec.pause_id, "again").await.unwrap());
+    match store.claim(&rec.pause_id, NOW).await {
+        Err(error @ ClaimError::Evicted(_)) => {
+            let text = error.to_string();
+            assert!(text.contains("evicted: its legacy session ended"), "{text}");
+        }
+        other => panic!("an evicted pause claimed: {other:?}"),
+    }
+
     // Every status's claim outcome, and the deadline.
     for (status, expected) in [
         (PauseStatus::Paused, "ok"),
@@ -98,6 +114,7 @@ async fn contract(shared: Arc<dyn PauseStore>) {
         (PauseStatus::Expired, "expired"),
         (PauseStatus::Cancelled, "cancelled"),
         (PauseStatus::Lost, "lost"),
+        (PauseStatus::Evicted, "evicted"),
     ] {
         let rec = PauseRecord {
             status,
