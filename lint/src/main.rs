@@ -3,7 +3,7 @@
 //! errors. A closed output pipe (`| head`) exits 0: the reader chose to stop.
 
 /// syn allocates a node per token: mimalloc makes a whole-tree lint about a fifth faster than the
-/// system allocator (see the README's benchmark).
+/// system allocator (see bench/README.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

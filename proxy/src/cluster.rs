@@ -246,6 +246,7 @@ mod tests {
         FrontRequest {
             id: json!(7),
             method: "tools/call".into(),
+            // mcp-lint: allow(unsigned-request-state) a placeholder a client echoes; never opened here
             params: json!({"name": "ask_name", "arguments": {}, "requestState": "mrs1.x"}),
             client_capabilities: json!({"elicitation": {}}),
             client_info: Some(json!({"name": "c"})),

@@ -1,7 +1,7 @@
 //! Resource limits of the proxy, their defaults, and the checks that enforce them.
 //!
 //! Every limit is a command-line flag (see [`crate::config::Args`]) with the default below; the
-//! README's "Limits" table lists what a client sees when one is hit. The checks live here so
+//! "Limits" table of docs/proxy/operations.md lists what a client sees when one is hit. The checks live here so
 //! that the front and the engine only ask "may I?":
 //!
 //! - [`RequestGate`]: concurrent requests on the HTTP front (a semaphore; when full, HTTP 503

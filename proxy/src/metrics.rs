@@ -7,7 +7,7 @@
 //! fixed sets (validated method names, reasons, rule names), never from client input.
 //!
 //! The exposition is the OpenMetrics text format (which Prometheus scrapes natively); names are
-//! listed in the README's operations section.
+//! listed in docs/proxy/operations.md.
 
 use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
@@ -325,7 +325,7 @@ impl Metrics {
     }
 
     /// A request refused, by a stable snake_case reason (`state_tampered`, `header_mismatch`,
-    /// `body_too_large`, ...): see the README for the list.
+    /// `body_too_large`, ...): the list is in docs/proxy/operations.md.
     pub fn rejection(&self, reason: &'static str) {
         self.rejections.get_or_create(&ReasonLabel { reason }).inc();
     }

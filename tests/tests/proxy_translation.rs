@@ -1,4 +1,4 @@
-//! Translations beyond the plain MRTR round (spec-digest §3): the legacy `-32042` URL-elicitation
+//! Translations beyond the plain MRTR round (the translation table of docs/proxy/how-it-works.md): the legacy `-32042` URL-elicitation
 //! error (T9), per-request capability checks (T10), per-request logging (T12), and deprecation
 //! warnings logged under the linter's rule names.
 

@@ -19,7 +19,7 @@
 //! lanes without waiting for a probe (a call that asks nothing costs its lane only while it
 //! runs), and any of them still learns where requests arrive, since whether a tool asks may
 //! depend on its arguments or the client's capabilities. A server request that arrives on the GET stream of a session that carries shared
-//! calls cannot be attributed: it is answered by the proxy (spec-digest T7) and every kind in
+//! calls cannot be attributed: it is answered by the proxy (translation T7 of docs/proxy/how-it-works.md) and every kind in
 //! flight on that session becomes [`Scope::Session`].
 
 use std::collections::HashMap;

@@ -501,6 +501,18 @@ impl HttpShared {
 
     /// POSTs one of our requests and reads its response, resuming a dropped SSE stream.
     async fn run_request(self: Arc<Self>, id: Value, message: Message, session: Session) {
+        self.run_request_on(id, message, session, true).await;
+    }
+
+    /// [`Self::run_request`] on `session`; `resend_after_404`: a 404 (the session expired before
+    /// the server read the request, so nothing ran) sends it once more on the new session.
+    async fn run_request_on(
+        self: Arc<Self>,
+        id: Value,
+        message: Message,
+        session: Session,
+        resend_after_404: bool,
+    ) {
         let request = match self.post(Bytes::from(message.to_vec()), &session) {
             Ok(request) => request,
             Err(error) => {
@@ -529,6 +541,19 @@ impl HttpShared {
         };
         let status = response.status();
         if status == StatusCode::NOT_FOUND && session.id.is_some() {
+            if resend_after_404 && !self.core.is_session_lane() {
+                // Not failed with the old session's calls: it never reached a handler.
+                self.core.set_pending_epoch(&id, session.epoch + 1);
+                self.session_expired(session.epoch).await;
+                let renewed = self.session();
+                if renewed.epoch > session.epoch
+                    && self.core.is_alive()
+                    && self.core.is_pending(&id)
+                {
+                    tracing::debug!(id = %id, "sending the request again on the new legacy session");
+                    return Box::pin(self.run_request_on(id, message, renewed, false)).await;
+                }
+            }
             self.core.complete(&id, Err(BackendError::Crashed));
             self.session_expired(session.epoch).await;
             return;

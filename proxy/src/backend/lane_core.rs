@@ -10,7 +10,7 @@
 //!   registered a call route ([`CallTag::Routed`], shared sessions) goes to that call's channel;
 //! - while the lane is leased, every other server request and notification goes to the lease's
 //!   event channel;
-//! - otherwise server requests are answered locally ([`LaneCore::local_answer`], spec-digest T7)
+//! - otherwise server requests are answered locally ([`LaneCore::local_answer`], translation T7 of docs/proxy/how-it-works.md)
 //!   and notifications are logged.
 //!
 //! Where each server request arrived (a call's own POST stream or elsewhere) is reported to the
@@ -106,7 +106,14 @@ struct CoreState {
     call_requests: HashMap<String, u64>,
     /// Requests of ours cancelled so far ([`LaneCore::note_cancelled`]).
     cancelled: u64,
+    /// Cancelled requests (serialised ids) the legacy server has not finished yet: no response
+    /// has come for them since (the Python SDK answers a cancelled request with an error; the
+    /// TypeScript SDK sends nothing).
+    cancels_open: HashSet<String>,
 }
+
+/// The most cancelled-but-unanswered requests a lane remembers ([`LaneCore::cancels_open`]).
+const MAX_CANCELS_OPEN: usize = 4096;
 
 /// The transport-independent half of a lane.
 pub(crate) struct LaneCore {
@@ -286,9 +293,37 @@ impl LaneCore {
             .is_some_and(|route| !route.delivered.is_empty())
     }
 
-    /// Notes that one of our requests was cancelled (its late output may still arrive).
-    pub fn note_cancelled(&self) {
-        self.state().cancelled += 1;
+    /// Notes that our request `id` was cancelled (its late output may still arrive, until its
+    /// response does).
+    pub fn note_cancelled(&self, id: &Value) {
+        let mut state = self.state();
+        state.cancelled += 1;
+        if state.cancels_open.len() >= MAX_CANCELS_OPEN {
+            // A server that never answers cancelled requests, on a long-lived shared lane:
+            // forgetting them only makes a later grace end in a retirement, never a reuse.
+            state.cancels_open.clear();
+        }
+        state.cancels_open.insert(value_key(id));
+    }
+
+    /// Cancelled requests of ours the legacy server has not answered yet.
+    pub fn cancels_open(&self) -> usize {
+        self.state().cancels_open.len()
+    }
+
+    /// A response that matched no pending request: if it answers a cancelled request, that
+    /// request is finished on the legacy side. Returns whether it did.
+    fn finish_cancelled(&self, id: &Value) -> bool {
+        self.state().cancels_open.remove(&value_key(id))
+    }
+
+    fn unmatched_response(&self, id: &Value) {
+        let _entered = self.span.enter();
+        if self.finish_cancelled(id) {
+            tracing::debug!(id = %id, "a cancelled request finished on the legacy side");
+        } else {
+            tracing::debug!(id = %id, "response to no pending request dropped");
+        }
     }
 
     /// Requests of ours cancelled so far.
@@ -441,6 +476,16 @@ impl LaneCore {
         legacy_id_key(legacy_id).is_some_and(|key| self.state().pending.contains_key(&key))
     }
 
+    /// Counts the pending call `id` as sent in session epoch `epoch` (it is being sent again on a
+    /// new session).
+    pub fn set_pending_epoch(&self, id: &Value, epoch: u64) {
+        if let Some(key) = legacy_id_key(id) {
+            if let Some(entry) = self.state().pending.get_mut(&key) {
+                entry.epoch = epoch;
+            }
+        }
+    }
+
     /// Fails every pending call sent in session epoch `epoch` or earlier.
     pub fn fail_pending_up_to(&self, epoch: u64, error: BackendError) {
         let failed: Vec<PendingEntry> = {
@@ -589,7 +634,7 @@ impl LaneCore {
         }
     }
 
-    /// The answer to a server request nobody can forward to a client (spec-digest T7).
+    /// The answer to a server request nobody can forward to a client (translation T7 of docs/proxy/how-it-works.md).
     pub fn local_answer(&self, method: &str, _params: &Value) -> Result<Value, ErrorObject> {
         match method {
             "ping" => Ok(json!({})),
@@ -689,14 +734,12 @@ impl LaneCore {
         match message {
             Message::Response { id, outcome } => {
                 if !self.complete(&id, Ok(outcome.map(Reply::Tree))) {
-                    let _entered = self.span.enter();
-                    tracing::debug!(id = %id, "response to no pending request dropped");
+                    self.unmatched_response(&id);
                 }
             }
             Message::RawResponse { id, result } => {
                 if !self.complete(&id, Ok(Ok(Reply::Raw(result)))) {
-                    let _entered = self.span.enter();
-                    tracing::debug!(id = %id, "response to no pending request dropped");
+                    self.unmatched_response(&id);
                 }
             }
             Message::Request { id, method, params } => {

@@ -9,7 +9,7 @@
 //! through requests (`tools/list`, ...) share lanes and run concurrently, matched by legacy id.
 //!
 //! Server requests that arrive on a lane nobody leases are answered by the lane itself
-//! ("unattributed", spec-digest T7, logged at `warn`): `roots/list` from `--root`, else the error
+//! ("unattributed", translation T7 of docs/proxy/how-it-works.md, logged at `warn`): `roots/list` from `--root`, else the error
 //! -32603 (never an empty list); elicitation declined; sampling refused with -32603; anything else
 //! -32601. `ping` is answered `{}` always, leased or not, and never surfaces as an event.
 //! Notifications on an unleased lane go to the proxy's log (`notifications/message` at `info`).
@@ -258,7 +258,7 @@ pub(crate) async fn await_initialize(
     }
 }
 
-/// The `initialize` / `notifications/initialized` handshake (spec-digest T1) of a lane whose
+/// The `initialize` / `notifications/initialized` handshake (translation T1 of docs/proxy/how-it-works.md) of a lane whose
 /// messages go through a writer (stdio, HTTP+SSE): `send` hands a message to it.
 pub(crate) async fn handshake(
     core: &LaneCore,
@@ -420,7 +420,7 @@ impl Lane {
                 serde_json::json!({"requestId": legacy_id, "reason": reason}),
             )
             .await;
-        self.core().note_cancelled();
+        self.core().note_cancelled(legacy_id);
         self.core().complete(
             legacy_id,
             Err(BackendError::Unavailable(format!(
@@ -613,6 +613,40 @@ impl Drop for LeaseReturn {
                 .attribution
                 .probe_ended(kind, !asked && !waiting && !tainted);
         }
+        let only_cancels_open = tainted && !waiting && self.lane.is_alive();
+        if only_cancels_open && core.cancels_open() == 0 {
+            // The cancelled calls already finished on the legacy side: nothing more will come.
+            core.detach_lease(self.generation);
+            self.pool.release(&self.lane);
+            return;
+        }
+        if only_cancels_open {
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                // Still leased (no new call gets it) while the legacy server finishes the
+                // cancelled calls; a server that never answers a cancelled request (the
+                // TypeScript SDK) loses the lane after the grace.
+                let (pool, lane, generation) = (
+                    Arc::clone(&self.pool),
+                    Arc::clone(&self.lane),
+                    self.generation,
+                );
+                runtime.spawn(async move {
+                    let deadline = Instant::now() + CANCEL_GRACE;
+                    while lane.core().cancels_open() > 0 && Instant::now() < deadline {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                    lane.core().detach_lease(generation);
+                    if lane.core().cancels_open() == 0 && lane.is_alive() {
+                        pool.release(&lane);
+                    } else if lane.is_alive() {
+                        pool.retire(&lane);
+                    } else {
+                        pool.release(&lane);
+                    }
+                });
+                return;
+            }
+        }
         // Detach first: from here on the lane answers server requests itself.
         core.detach_lease(self.generation);
         if tainted && self.lane.is_alive() {
@@ -622,6 +656,10 @@ impl Drop for LeaseReturn {
         }
     }
 }
+
+/// How long a lane whose call was cancelled stays out of the pool waiting for the legacy server
+/// to finish that call (its response to the cancelled request) before it is retired instead.
+const CANCEL_GRACE: Duration = Duration::from_millis(300);
 
 /// The lanes, keyed by capability profile, bounded by [`PoolSettings::max_lanes`].
 ///

@@ -53,7 +53,7 @@ const CORRELATABLE: &[&str] = &["tools/call", "resources/read", "prompts/get"];
 /// gone and nothing is to be answered.
 type Answer = Option<Result<Reply, ErrorObject>>;
 
-/// Engine settings (see the README for defaults).
+/// Engine settings (defaults: docs/proxy/operations.md).
 #[derive(Debug, Clone)]
 pub struct EngineSettings {
     /// How long a paused call waits for the client's retry.

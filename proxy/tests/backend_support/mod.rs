@@ -382,7 +382,7 @@ pub async fn progress(spec: BackendSpec) {
     pool.shutdown().await;
 }
 
-/// Server requests on a lane nobody leases are answered by the lane (spec-digest T7).
+/// Server requests on a lane nobody leases are answered by the lane (translation T7 of docs/proxy/how-it-works.md).
 pub async fn unattributed_requests(spec: BackendSpec) {
     // With --root: roots/list is answered from it.
     let pool = LanePool::new(spec.clone(), settings(2, &["file:///configured/root"]));
