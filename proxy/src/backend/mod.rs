@@ -657,6 +657,10 @@ impl Drop for LeaseReturn {
     }
 }
 
+/// How long a retired lane keeps serving the requests already in flight on it (pass-through
+/// requests that borrowed it) before it is shut down.
+const RETIRE_DRAIN: Duration = Duration::from_secs(10);
+
 /// How long a lane whose call was cancelled stays out of the pool waiting for the legacy server
 /// to finish that call (its response to the cancelled request) before it is retired instead.
 const CANCEL_GRACE: Duration = Duration::from_millis(300);
@@ -803,7 +807,14 @@ impl PoolShared {
         });
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             let lane = Arc::clone(lane);
-            runtime.spawn(async move { lane.shutdown().await });
+            runtime.spawn(async move {
+                // Pass-through requests may still borrow the lane: let them finish first.
+                let deadline = Instant::now() + RETIRE_DRAIN;
+                while lane.core().pending_count() > 0 && Instant::now() < deadline {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                lane.shutdown().await
+            });
         }
     }
 
