@@ -10,8 +10,8 @@
 //! Blanking replaces every byte of a skipped item except line breaks with a space, so lines,
 //! columns and byte offsets of what is left are those of the original file and the findings need
 //! no mapping. Kept whatever their words: `use` items (name resolution), `struct`, `static` and
-//! `const` items (peer-typed fields and statics, secret-looking fields), `let` statements (peer
-//! bindings, shadowing). The file is lexed once and the trigger words found in one automaton
+//! `const` items (peer-typed fields and statics, secret-looking fields); `let` statements when
+//! they bind a name that something kept spells (peer bindings, shadowing). The file is lexed once and the trigger words found in one automaton
 //! pass; every level works on those. The split is a lexer's approximation of the grammar; when
 //! the blanked text does not parse, the caller parses the original, so the approximation can
 //! cost time, never findings.
@@ -26,9 +26,9 @@ pub struct Scan {
     pub masked: Option<String>,
 }
 
-/// Keywords that start an item (or a statement) kept whatever its words: `let` bindings carry
-/// peers from one statement to the next.
-const ALWAYS_KEPT: &[&str] = &["use", "struct", "static", "const", "extern", "let"];
+/// Keywords that start an item kept whatever its words (for `let` statements, see
+/// [`prune_lets`]).
+const ALWAYS_KEPT: &[&str] = &["use", "struct", "static", "const", "extern"];
 
 /// Keywords of the statements a `}` may end (with no `;`): blocks, control flow, nested items.
 /// Any other statement that reaches a `}` at its top level (`S { .. }.f();`, `m! { .. }`) runs
@@ -126,6 +126,15 @@ impl<'t> Tokens<'t> {
 
     fn word(&self, token: &Token) -> &'t str {
         &self.text[token.start..token.end]
+    }
+
+    /// An identifier's name (`r#type` is `type`).
+    fn name(&self, token: &Token) -> Option<&'t str> {
+        match token.kind {
+            TokenKind::Ident => Some(self.word(token)),
+            TokenKind::RawIdent => Some(self.word(token).trim_start_matches("r#")),
+            _ => None,
+        }
     }
 
     /// Whether `text[start..end]` holds a trigger word. A trigger word holds no `;`, `}` or
@@ -291,8 +300,10 @@ pub fn scan(text: &str, max_depth: usize, mask: bool) -> Scan {
             masked: None,
         };
     }
-    let mut masked: Option<Vec<u8>> = None;
-    blank(&tokens, &top.items, &top.aliases, &mut masked);
+    let mut blanking = Blanking::default();
+    blank(&tokens, &top.items, &top.aliases, &mut blanking);
+    prune_lets(&tokens, &mut blanking);
+    let mut masked = blanking.bytes;
     for token in &tokens.list {
         let doc = matches!(
             token.kind,
@@ -314,6 +325,105 @@ pub fn scan(text: &str, max_depth: usize, mask: bool) -> Scan {
     }
 }
 
+/// What [`blank`] decides: the blanked copy of the file (made on the first blank), and the
+/// `let` statements of the kept blocks, decided last.
+#[derive(Default)]
+struct Blanking {
+    bytes: Option<Vec<u8>>,
+    lets: Vec<Let>,
+}
+
+/// A `let` statement in a kept block: its tokens, and whether it may itself hold a finding.
+struct Let {
+    first: usize,
+    last: usize,
+    may_match: bool,
+}
+
+/// Blanks the `let` statements that can matter to no finding. A binding matters to the analyzer
+/// (a peer, a request state) only through its name, so a `let` is kept when it may hold a
+/// finding itself, or binds a name that a kept token spells — the names of a kept `let` count
+/// too, until nothing changes. Names are compared as words, whatever the scope: shadowing and
+/// chains (`let p = ctx.peer.clone(); let q = p;`) keep every `let` they pass through.
+fn prune_lets(tokens: &Tokens<'_>, blanking: &mut Blanking) {
+    if blanking.lets.is_empty() {
+        return;
+    }
+    let is_blank = |bytes: &Option<Vec<u8>>, token: &Token| {
+        bytes
+            .as_ref()
+            .is_some_and(|bytes| bytes[token.start] == b' ')
+    };
+    let mut in_let = vec![false; tokens.list.len()];
+    for binding in &blanking.lets {
+        in_let[binding.first..=binding.last].fill(true);
+    }
+    let mut needed: std::collections::HashSet<&str> = tokens
+        .list
+        .iter()
+        .zip(&in_let)
+        .filter(|(token, inside)| !**inside && !is_blank(&blanking.bytes, token))
+        .filter_map(|(token, _)| tokens.name(token))
+        .collect();
+    let mut kept = vec![false; blanking.lets.len()];
+    loop {
+        let mut changed = false;
+        for (binding, kept) in blanking.lets.iter().zip(&mut kept) {
+            if *kept
+                || !(binding.may_match
+                    || pattern_names(tokens, binding).any(|name| needed.contains(name)))
+            {
+                continue;
+            }
+            *kept = true;
+            changed = true;
+            for token in &tokens.list[binding.first..=binding.last] {
+                if !is_blank(&blanking.bytes, token) {
+                    needed.extend(tokens.name(token));
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    for (binding, kept) in blanking.lets.iter().zip(kept) {
+        if !kept {
+            let start = tokens.list[binding.first].start;
+            let end = tokens.list[binding.last].end;
+            blank_range(tokens.text, start, end, &mut blanking.bytes);
+        }
+    }
+}
+
+/// The words of a `let` statement's pattern (and type): its tokens after `let`, up to the first
+/// top-level `=`.
+fn pattern_names<'t>(tokens: &'t Tokens<'_>, binding: &Let) -> impl Iterator<Item = &'t str> {
+    let list = &tokens.list[binding.first..=binding.last];
+    let start = list
+        .iter()
+        .position(|token| tokens.word(token) == "let")
+        .map_or(0, |at| at + 1);
+    let mut depth = 0usize;
+    let end = list[start..]
+        .iter()
+        .position(|token| {
+            match token.kind {
+                TokenKind::OpenParen | TokenKind::OpenBracket | TokenKind::OpenBrace => depth += 1,
+                TokenKind::CloseParen | TokenKind::CloseBracket | TokenKind::CloseBrace => {
+                    depth = depth.saturating_sub(1)
+                }
+                TokenKind::Eq if depth == 0 => return true,
+                _ => {}
+            }
+            false
+        })
+        .map_or(list.len(), |end| start + end);
+    list[start..end]
+        .iter()
+        .filter_map(|token| tokens.name(token))
+}
+
 /// Replaces `text[start..end]` with spaces, line breaks kept, in the (lazily made) copy.
 fn blank_range(text: &str, start: usize, end: usize, masked: &mut Option<Vec<u8>>) {
     let out = masked.get_or_insert_with(|| text.as_bytes().to_vec());
@@ -326,14 +436,9 @@ fn blank_range(text: &str, start: usize, end: usize, masked: &mut Option<Vec<u8>
 
 /// Blanks the items that cannot match; splits the kept containers again, and blanks the
 /// statements that cannot match in every block of the other kept items.
-fn blank(tokens: &Tokens<'_>, items: &[Item<'_>], aliases: &[&str], masked: &mut Option<Vec<u8>>) {
+fn blank(tokens: &Tokens<'_>, items: &[Item<'_>], aliases: &[&str], masked: &mut Blanking) {
     let text = tokens.text;
     for item in items {
-        if item.keyword == "let" {
-            // `let x = match y { A => { .. } }`: the binding stays, its blocks are split.
-            blank_blocks(tokens, item.first, item.last + 1, aliases, masked);
-            continue;
-        }
         if ALWAYS_KEPT.contains(&item.keyword) {
             continue;
         }
@@ -342,8 +447,19 @@ fn blank(tokens: &Tokens<'_>, items: &[Item<'_>], aliases: &[&str], masked: &mut
             || aliases
                 .iter()
                 .any(|alias| memchr::memmem::find(bytes, alias.as_bytes()).is_some());
+        if item.keyword == "let" {
+            // Decided once the whole file is split (see `prune_lets`); meanwhile the blocks
+            // of `let x = match y { A => { .. } }` are split like any other.
+            masked.lets.push(Let {
+                first: item.first,
+                last: item.last,
+                may_match,
+            });
+            blank_blocks(tokens, item.first, item.last + 1, aliases, masked);
+            continue;
+        }
         if !may_match {
-            blank_range(text, item.start, item.end, masked);
+            blank_range(text, item.start, item.end, &mut masked.bytes);
             continue;
         }
         if !CONTAINERS.contains(&item.keyword) {
@@ -371,7 +487,7 @@ fn blank_blocks(
     first: usize,
     last: usize,
     aliases: &[&str],
-    masked: &mut Option<Vec<u8>>,
+    masked: &mut Blanking,
 ) {
     let mut index = first;
     while index < last {
@@ -501,6 +617,24 @@ mod tests {
         ] {
             assert!(!out.contains(gone), "{gone}");
         }
+        syn::parse_file(&out).unwrap();
+    }
+
+    #[test]
+    fn lets_stay_when_a_kept_token_names_what_they_bind() {
+        let text = "fn f(ctx: Ctx) {\n    let p = ctx.peer.clone();\n    let q = p;\n    let r#ref = 1;\n    let unused = compute(2);\n    let p = other();\n    q.list_roots();\n    let noisy = x.create_message(m);\n    r#ref\n}\n";
+        let out = masked(text);
+        for kept in [
+            "let p = ctx.peer.clone();",
+            "let q = p;",
+            "let r#ref = 1;",
+            // Shadows a name that a kept `let` reads: kept, whatever the scope.
+            "let p = other();",
+            "let noisy = x.create_message(m);",
+        ] {
+            assert!(out.contains(kept), "{kept}");
+        }
+        assert!(!out.contains("unused"), "{out}");
         syn::parse_file(&out).unwrap();
     }
 
