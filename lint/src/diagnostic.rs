@@ -17,7 +17,7 @@ pub struct SourceFile {
 impl SourceFile {
     pub fn new(path: PathBuf, text: String) -> Arc<Self> {
         let mut line_starts = vec![0];
-        line_starts.extend(text.match_indices('\n').map(|(index, _)| index + 1));
+        line_starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|index| index + 1));
         Arc::new(SourceFile {
             path,
             text,

@@ -252,8 +252,15 @@ fn lint_rust(
 ) -> FileResult {
     let file = SourceFile::new(display.to_path_buf(), text);
     // Without the pre-filter, every item is parsed too.
-    let diagnostics = rust::lint_file_with(&file, context, use_prefilter);
-    finish(&file, CommentStyle::Slashes, diagnostics, path, config)
+    let (diagnostics, syntax) = rust::lint_file_parsed(&file, context, use_prefilter);
+    finish(
+        &file,
+        CommentStyle::Slashes,
+        diagnostics,
+        path,
+        config,
+        syntax.as_ref(),
+    )
 }
 
 fn lint_manifest(
@@ -290,23 +297,33 @@ fn lint_manifest(
                 diagnostics,
                 path,
                 config,
+                None,
             )
         }
         Err(error) => {
             let diagnostic = error.into_diagnostic();
             let file = diagnostic.file.clone();
-            finish(&file, CommentStyle::Hash, vec![diagnostic], path, config)
+            finish(
+                &file,
+                CommentStyle::Hash,
+                vec![diagnostic],
+                path,
+                config,
+                None,
+            )
         }
     }
 }
 
-/// Applies suppressions, then configured severities (dropping rules that are off).
+/// Applies suppressions, then configured severities (dropping rules that are off), then fixes
+/// (from `syntax`, the tree the findings came from, when there is one).
 fn finish(
     file: &Arc<SourceFile>,
     style: CommentStyle,
     diagnostics: Vec<Diagnostic>,
     path: &Path,
     config: &Config,
+    syntax: Option<&syn::File>,
 ) -> FileResult {
     let applied = suppress::apply(file, style, diagnostics, |rule| {
         config.severity(rule, path).is_some()
@@ -319,7 +336,7 @@ fn finish(
             Some(diagnostic)
         })
         .collect();
-    fix::attach(file, style.into(), &mut diagnostics);
+    fix::attach_parsed(file, style.into(), &mut diagnostics, syntax);
     FileResult {
         diagnostics,
         suppressed: applied.suppressed,

@@ -91,17 +91,30 @@ fn automaton(depends_on_sdk: bool) -> &'static AhoCorasick {
     }
 }
 
-/// Whether one top-level item of a file that passed [`may_match`] may hold something to report
-/// (see `rust/items.rs`): any word of either list, since a file of a crate without rmcp passes on
+/// Any word of either list: whether one item of a file that passed [`may_match`] may hold
+/// something to report (see `rust/items.rs`), since a file of a crate without rmcp passes on
 /// `rmcp` alone and its items then name the SDK's methods without it.
-pub fn item_may_match(item: &[u8]) -> bool {
+fn any_trigger() -> &'static AhoCorasick {
     static ANY: OnceLock<AhoCorasick> = OnceLock::new();
     ANY.get_or_init(|| {
         let mut words: Vec<&str> = TRIGGERS.to_vec();
         words.extend(STANDALONE_TRIGGERS.iter().filter(|w| !TRIGGERS.contains(w)));
         build(&words)
     })
-    .is_match(item)
+}
+
+/// Whether one item of a file that passed [`may_match`] may hold something to report.
+pub fn item_may_match(item: &[u8]) -> bool {
+    any_trigger().is_match(item)
+}
+
+/// Where the words of [`item_may_match`] start in `source`, in order: one pass over a file
+/// answers for each of its items.
+pub fn trigger_starts(source: &[u8]) -> Vec<usize> {
+    any_trigger()
+        .find_iter(source)
+        .map(|found| found.start())
+        .collect()
 }
 
 /// Whether a `Cargo.toml` may hold something to report: an rmcp dependency or a suppression.

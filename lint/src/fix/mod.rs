@@ -105,6 +105,18 @@ impl From<CommentStyle> for SourceKind {
 
 /// Computes the fix of every finding of `file` that has one (`diagnostics` are all of one file).
 pub fn attach(file: &Arc<SourceFile>, kind: SourceKind, diagnostics: &mut [Diagnostic]) {
+    attach_parsed(file, kind, diagnostics, None);
+}
+
+/// [`attach`], with the syntax tree the findings came from when the caller has it (a Rust file
+/// is then not parsed again). The tree may be of the file with its skipped items blanked
+/// (`rust/items.rs`): the nodes a fix rewrites are those of a finding, never blanked.
+pub fn attach_parsed(
+    file: &Arc<SourceFile>,
+    kind: SourceKind,
+    diagnostics: &mut [Diagnostic],
+    syntax: Option<&syn::File>,
+) {
     if !diagnostics
         .iter()
         .any(|d| d.rule().fix != Applicability::None)
@@ -117,7 +129,7 @@ pub fn attach(file: &Arc<SourceFile>, kind: SourceKind, diagnostics: &mut [Diagn
         }
     }
     match kind {
-        SourceKind::Rust => rust::attach(file, diagnostics),
+        SourceKind::Rust => rust::attach(file, diagnostics, syntax),
         SourceKind::Manifest => {
             for diagnostic in diagnostics.iter_mut() {
                 if diagnostic.rule == RuleId::LegacySdkVersion {

@@ -1,6 +1,7 @@
-//! Fixes for findings in Rust files. The file is parsed again (only when one of its findings has a
-//! rule with fixes) and every syntax node that a fix rewrites is matched to its finding by rule
-//! and span — the span the analyzer reported (a method name, a path, a `fn` name, a literal).
+//! Fixes for findings in Rust files, only when one of a file's findings has a rule with fixes: the
+//! lint's syntax tree is walked again (the file is parsed again only when the caller has none),
+//! and every syntax node that a fix rewrites is matched to its finding by rule and span — the
+//! span the analyzer reported (a method name, a path, a `fn` name, a literal).
 //!
 //! - `deprecated-include-context` (unsafe): `ContextInclusion::ThisServer`/`AllServers` in an
 //!   expression → `ContextInclusion::None`; `"thisServer"`/`"allServers"` JSON literal → `"none"`.
@@ -22,7 +23,11 @@ use syn::visit::Visit;
 use super::{Applicability, Edit, Fix};
 use crate::diagnostic::{ByteSpan, Diagnostic, SourceFile};
 
-pub(super) fn attach(file: &Arc<SourceFile>, diagnostics: &mut [Diagnostic]) {
+pub(super) fn attach(
+    file: &Arc<SourceFile>,
+    diagnostics: &mut [Diagnostic],
+    syntax: Option<&syn::File>,
+) {
     let wanted: HashMap<(RuleId, ByteSpan), usize> = diagnostics
         .iter()
         .enumerate()
@@ -52,8 +57,16 @@ pub(super) fn attach(file: &Arc<SourceFile>, diagnostics: &mut [Diagnostic]) {
             }
         }
     }
-    let Ok(syntax) = syn::parse_file(&file.text) else {
-        return;
+    let parsed;
+    let syntax = match syntax {
+        Some(syntax) => syntax,
+        None => match syn::parse_file(&file.text) {
+            Ok(syntax) => {
+                parsed = syntax;
+                &parsed
+            }
+            Err(_) => return,
+        },
     };
     let mut finder = Finder {
         file,
@@ -61,7 +74,7 @@ pub(super) fn attach(file: &Arc<SourceFile>, diagnostics: &mut [Diagnostic]) {
         in_pattern: 0,
         found: Vec::new(),
     };
-    finder.visit_file(&syntax);
+    finder.visit_file(syntax);
     for (index, fix) in finder.found {
         diagnostics[index].fix.get_or_insert(fix);
     }

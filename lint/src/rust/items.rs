@@ -3,12 +3,18 @@
 //! syn parses the file. On an MCP-heavy crate most files pass the file-level pre-filter, but most
 //! of each file (tool bodies, helpers, tests) never names the legacy surface.
 //!
+//! The same split goes one level down in the items that are kept: the methods of `impl`, `mod`
+//! and `trait` blocks, the statements of `fn` bodies (a handler with one legacy call among
+//! forty statements keeps that one, its `let` bindings and its last expression).
+//!
 //! Blanking replaces every byte of a skipped item except line breaks with a space, so lines,
 //! columns and byte offsets of what is left are those of the original file and the findings need
 //! no mapping. Kept whatever their words: `use` items (name resolution), `struct`, `static` and
-//! `const` items (peer-typed fields and statics, secret-looking fields). The split is a lexer's
-//! approximation of the grammar; when the blanked text does not parse, the caller parses the
-//! original, so the approximation can cost time, never findings.
+//! `const` items (peer-typed fields and statics, secret-looking fields); `let` statements when
+//! they bind a name that something kept spells (peer bindings, shadowing). The file is lexed once and the trigger words found in one automaton
+//! pass; every level works on those. The split is a lexer's approximation of the grammar; when
+//! the blanked text does not parse, the caller parses the original, so the approximation can
+//! cost time, never findings.
 
 use ra_ap_rustc_lexer::{tokenize, FrontmatterAllowed, TokenKind};
 
@@ -20,17 +26,41 @@ pub struct Scan {
     pub masked: Option<String>,
 }
 
-/// Keywords that start an item kept whatever its words.
+/// Keywords that start an item kept whatever its words (for `let` statements, see
+/// [`prune_lets`]).
 const ALWAYS_KEPT: &[&str] = &["use", "struct", "static", "const", "extern"];
 
+/// Keywords of the statements a `}` may end (with no `;`): blocks, control flow, nested items.
+/// Any other statement that reaches a `}` at its top level (`S { .. }.f();`, `m! { .. }`) runs
+/// on to its `;`: merging two statements only keeps more, a wrong split would not parse.
+const BRACE_ENDED: &[&str] = &[
+    "if",
+    "match",
+    "for",
+    "while",
+    "loop",
+    "fn",
+    "impl",
+    "trait",
+    "mod",
+    "enum",
+    "union",
+    "struct",
+    "macro_rules",
+];
+
 /// Items whose body is itself a list of items, split again when they are kept: the methods of
-/// an `impl ServerHandler` block, the functions of a `mod host_fns`.
+/// an `impl ServerHandler` block, the functions of a `mod host_fns`. The blocks of any other kept
+/// item (a `fn` body, its closures and branches) are split into statements the same way.
 const CONTAINERS: &[&str] = &["impl", "mod", "trait"];
 
-/// One item: its byte range (attributes and doc comments included) and its first keyword.
+/// One item: its byte range (attributes and doc comments included), its tokens (indices into
+/// [`Tokens::list`]) and its first keyword.
 struct Item<'t> {
     start: usize,
     end: usize,
+    first: usize,
+    last: usize,
     keyword: &'t str,
 }
 
@@ -38,7 +68,8 @@ struct Item<'t> {
 struct Split<'t> {
     items: Vec<Item<'t>>,
     /// `use rmcp::model::ContextInclusion as Ctx;`: items that say `Ctx::AllServers` name the
-    /// legacy item without its trigger word.
+    /// legacy item without its trigger word. Only names that hide a trigger word (or `self`,
+    /// `super`, `crate`): `use rmcp::ErrorData as McpError` hides nothing a rule looks for.
     aliases: Vec<&'t str>,
     /// The offset of the first delimiter deeper than the limit.
     too_deep: Option<usize>,
@@ -46,8 +77,86 @@ struct Split<'t> {
     balanced: bool,
 }
 
-/// Splits `text[from..to]`, a list of items, at its top-level `;` and `}`.
-fn split(text: &str, from: usize, to: usize, max_depth: usize) -> Split<'_> {
+/// A token that is not whitespace or a plain comment.
+#[derive(Clone, Copy)]
+struct Token {
+    kind: TokenKind,
+    start: usize,
+    end: usize,
+}
+
+/// The file lexed once: every level of [`split`] works on slices of the same list.
+struct Tokens<'t> {
+    text: &'t str,
+    list: Vec<Token>,
+    /// Where the trigger words start, in order (one automaton pass over the whole file).
+    triggers: Vec<usize>,
+}
+
+impl<'t> Tokens<'t> {
+    fn new(text: &'t str) -> Self {
+        let mut list = Vec::with_capacity(text.len() / 6);
+        let mut offset = 0;
+        for token in tokenize(text, FrontmatterAllowed::No) {
+            let start = offset;
+            offset += token.len as usize;
+            let trivia = matches!(
+                token.kind,
+                TokenKind::Whitespace
+                    | TokenKind::LineComment { doc_style: None }
+                    | TokenKind::BlockComment {
+                        doc_style: None,
+                        ..
+                    }
+            );
+            if !trivia {
+                list.push(Token {
+                    kind: token.kind,
+                    start,
+                    end: offset,
+                });
+            }
+        }
+        Tokens {
+            text,
+            list,
+            triggers: Vec::new(),
+        }
+    }
+
+    fn word(&self, token: &Token) -> &'t str {
+        &self.text[token.start..token.end]
+    }
+
+    /// An identifier's name (`r#type` is `type`).
+    fn name(&self, token: &Token) -> Option<&'t str> {
+        match token.kind {
+            TokenKind::Ident => Some(self.word(token)),
+            TokenKind::RawIdent => Some(self.word(token).trim_start_matches("r#")),
+            _ => None,
+        }
+    }
+
+    /// Whether `text[start..end]` holds a trigger word. A trigger word holds no `;`, `}` or
+    /// leading blank, so none straddles an item's edge: one pass over the file answers for
+    /// every item, as [`crate::prefilter::item_may_match`] on the item alone would.
+    fn has_trigger(&self, start: usize, end: usize) -> bool {
+        let first = self.triggers.partition_point(|&at| at < start);
+        self.triggers.get(first).is_some_and(|&at| at < end)
+    }
+}
+
+/// Splits the tokens `first..last` of a list of items (or, with `statements`, of a block's
+/// statements) at their top-level `;` and `}`. A block's last expression (no `;`) is never an
+/// item, so never blanked.
+fn split<'t>(
+    tokens: &Tokens<'t>,
+    first: usize,
+    last: usize,
+    max_depth: usize,
+    statements: bool,
+) -> Split<'t> {
+    let text = tokens.text;
     let mut out = Split {
         items: Vec::new(),
         aliases: Vec::new(),
@@ -55,41 +164,39 @@ fn split(text: &str, from: usize, to: usize, max_depth: usize) -> Split<'_> {
         balanced: true,
     };
     let mut depth = 0usize;
-    let mut offset = from;
-    let mut item_start: Option<usize> = None;
+    let mut item_start: Option<(usize, usize)> = None;
     let mut keyword: Option<&str> = None;
     // The last item ended at a `}`: a following `;` or `.`/`?` chain still belongs to it
     // (`const X: S = S { .. };`, `static F: Lazy<..> = Lazy::new(|| { .. }).into();`).
     let mut closed_by_brace = false;
     let mut after_as = false;
-    for token in tokenize(&text[from..to], FrontmatterAllowed::No) {
-        let start = offset;
-        let end = offset + token.len as usize;
-        offset = end;
-        let trivia = matches!(
-            token.kind,
-            TokenKind::Whitespace
-                | TokenKind::LineComment { doc_style: None }
-                | TokenKind::BlockComment {
-                    doc_style: None,
-                    ..
-                }
-        );
-        if trivia {
-            continue;
-        }
+    // The name before the last `as`, when it may hide a trigger word.
+    let mut hides_trigger = false;
+    let mut previous_word: Option<Token> = None;
+    for index in first..last {
+        let token = tokens.list[index];
+        let (start, end) = (token.start, token.end);
         if depth == 0 && closed_by_brace {
             closed_by_brace = false;
-            if matches!(
-                token.kind,
-                TokenKind::Semi | TokenKind::Dot | TokenKind::Question
-            ) {
-                let last = out.items.pop().expect("closed_by_brace follows a push");
+            // `if .. { } else { }` is one statement.
+            let is_else =
+                statements && token.kind == TokenKind::Ident && tokens.word(&token) == "else";
+            if is_else
+                || matches!(
+                    token.kind,
+                    TokenKind::Semi | TokenKind::Dot | TokenKind::Question
+                )
+            {
+                let last_item = out.items.pop().expect("closed_by_brace follows a push");
                 if token.kind == TokenKind::Semi {
-                    out.items.push(Item { end, ..last });
+                    out.items.push(Item {
+                        end,
+                        last: index,
+                        ..last_item
+                    });
                 } else {
-                    item_start = Some(last.start);
-                    keyword = Some(last.keyword);
+                    item_start = Some((last_item.start, last_item.first));
+                    keyword = Some(last_item.keyword);
                 }
                 continue;
             }
@@ -97,7 +204,7 @@ fn split(text: &str, from: usize, to: usize, max_depth: usize) -> Split<'_> {
         match token.kind {
             TokenKind::OpenParen | TokenKind::OpenBrace | TokenKind::OpenBracket => {
                 if depth == 0 && item_start.is_none() {
-                    item_start = Some(start);
+                    item_start = Some((start, index));
                 }
                 depth += 1;
                 if depth > max_depth {
@@ -112,11 +219,19 @@ fn split(text: &str, from: usize, to: usize, max_depth: usize) -> Split<'_> {
             }
             TokenKind::CloseBrace => {
                 depth = depth.saturating_sub(1);
-                if depth == 0 {
-                    if let Some(item_begin) = item_start.take() {
+                let ends_here = !statements
+                    || match keyword {
+                        Some(word) => BRACE_ENDED.contains(&word),
+                        // A block, `{ .. }`.
+                        None => item_start.is_some_and(|(begin, _)| text.as_bytes()[begin] == b'{'),
+                    };
+                if depth == 0 && ends_here {
+                    if let Some((item_begin, first_token)) = item_start.take() {
                         out.items.push(Item {
                             start: item_begin,
                             end,
+                            first: first_token,
+                            last: index,
                             keyword: keyword.take().unwrap_or(""),
                         });
                         closed_by_brace = true;
@@ -127,20 +242,27 @@ fn split(text: &str, from: usize, to: usize, max_depth: usize) -> Split<'_> {
             _ => {}
         }
         if token.kind == TokenKind::Ident && keyword == Some("use") {
-            let word = &text[start..end];
-            if after_as && word != "_" {
+            let word = tokens.word(&token);
+            if after_as && word != "_" && hides_trigger {
                 out.aliases.push(word);
             }
             after_as = word == "as";
+            if after_as {
+                hides_trigger = previous_word.is_some_and(|name| {
+                    matches!(tokens.word(&name), "self" | "super" | "crate")
+                        || tokens.has_trigger(name.start, name.end)
+                });
+            }
+            previous_word = Some(token);
         }
         if depth > 0 {
             continue;
         }
         if item_start.is_none() {
-            item_start = Some(start);
+            item_start = Some((start, index));
         }
         if token.kind == TokenKind::Ident && keyword.is_none() {
-            let word = &text[start..end];
+            let word = tokens.word(&token);
             if !matches!(
                 word,
                 "pub" | "crate" | "in" | "self" | "super" | "unsafe" | "async" | "default"
@@ -149,10 +271,12 @@ fn split(text: &str, from: usize, to: usize, max_depth: usize) -> Split<'_> {
             }
         }
         if token.kind == TokenKind::Semi {
-            if let Some(item_begin) = item_start.take() {
+            if let Some((item_begin, first_token)) = item_start.take() {
                 out.items.push(Item {
                     start: item_begin,
                     end,
+                    first: first_token,
+                    last: index,
                     keyword: keyword.take().unwrap_or(""),
                 });
             }
@@ -162,17 +286,37 @@ fn split(text: &str, from: usize, to: usize, max_depth: usize) -> Split<'_> {
     out
 }
 
-/// Scans `text`: nesting depth, and (unless `mask` is false) the blanked form.
+/// Scans `text`: nesting depth, and (unless `mask` is false) the blanked form. Doc comments are
+/// blanked in what is kept too: syn turns each line into an attribute, and no rule reads them.
 pub fn scan(text: &str, max_depth: usize, mask: bool) -> Scan {
-    let top = split(text, 0, text.len(), max_depth);
+    let mut tokens = Tokens::new(text);
+    if mask {
+        tokens.triggers = crate::prefilter::trigger_starts(text.as_bytes());
+    }
+    let top = split(&tokens, 0, tokens.list.len(), max_depth, false);
     if top.too_deep.is_some() || !mask || !top.balanced {
         return Scan {
             too_deep: top.too_deep,
             masked: None,
         };
     }
-    let mut masked: Option<Vec<u8>> = None;
-    blank(text, &top.items, &top.aliases, &mut masked);
+    let mut blanking = Blanking::default();
+    blank(&tokens, &top.items, &top.aliases, &mut blanking);
+    prune_lets(&tokens, &mut blanking);
+    let mut masked = blanking.bytes;
+    for token in &tokens.list {
+        let doc = matches!(
+            token.kind,
+            TokenKind::LineComment { doc_style: Some(_) }
+                | TokenKind::BlockComment {
+                    doc_style: Some(_),
+                    ..
+                }
+        );
+        if doc {
+            blank_range(text, token.start, token.end, &mut masked);
+        }
+    }
     Scan {
         too_deep: None,
         // Only ASCII bytes of whole items were replaced by ASCII spaces: still UTF-8, unless an
@@ -181,49 +325,217 @@ pub fn scan(text: &str, max_depth: usize, mask: bool) -> Scan {
     }
 }
 
-/// Blanks the items that cannot match; splits the kept containers and blanks inside them.
-fn blank(text: &str, items: &[Item<'_>], aliases: &[&str], masked: &mut Option<Vec<u8>>) {
+/// What [`blank`] decides: the blanked copy of the file (made on the first blank), and the
+/// `let` statements of the kept blocks, decided last.
+#[derive(Default)]
+struct Blanking {
+    bytes: Option<Vec<u8>>,
+    lets: Vec<Let>,
+}
+
+/// A `let` statement in a kept block: its tokens, and whether it may itself hold a finding.
+struct Let {
+    first: usize,
+    last: usize,
+    may_match: bool,
+}
+
+/// Blanks the `let` statements that can matter to no finding. A binding matters to the analyzer
+/// (a peer, a request state) only through its name, so a `let` is kept when it may hold a
+/// finding itself, or binds a name that a kept token spells — the names of a kept `let` count
+/// too, until nothing changes. Names are compared as words, whatever the scope: shadowing and
+/// chains (`let p = ctx.peer.clone(); let q = p;`) keep every `let` they pass through.
+fn prune_lets(tokens: &Tokens<'_>, blanking: &mut Blanking) {
+    if blanking.lets.is_empty() {
+        return;
+    }
+    let is_blank = |bytes: &Option<Vec<u8>>, token: &Token| {
+        bytes
+            .as_ref()
+            .is_some_and(|bytes| bytes[token.start] == b' ')
+    };
+    let mut in_let = vec![false; tokens.list.len()];
+    for binding in &blanking.lets {
+        in_let[binding.first..=binding.last].fill(true);
+    }
+    let mut needed: std::collections::HashSet<&str> = tokens
+        .list
+        .iter()
+        .zip(&in_let)
+        .filter(|(token, inside)| !**inside && !is_blank(&blanking.bytes, token))
+        .filter_map(|(token, _)| tokens.name(token))
+        .collect();
+    let mut kept = vec![false; blanking.lets.len()];
+    loop {
+        let mut changed = false;
+        for (binding, kept) in blanking.lets.iter().zip(&mut kept) {
+            if *kept
+                || !(binding.may_match
+                    || pattern_names(tokens, binding).any(|name| needed.contains(name)))
+            {
+                continue;
+            }
+            *kept = true;
+            changed = true;
+            for token in &tokens.list[binding.first..=binding.last] {
+                if !is_blank(&blanking.bytes, token) {
+                    needed.extend(tokens.name(token));
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    for (binding, kept) in blanking.lets.iter().zip(kept) {
+        if !kept {
+            let start = tokens.list[binding.first].start;
+            let end = tokens.list[binding.last].end;
+            blank_range(tokens.text, start, end, &mut blanking.bytes);
+        }
+    }
+}
+
+/// The words of a `let` statement's pattern (and type): its tokens after `let`, up to the first
+/// top-level `=`.
+fn pattern_names<'t>(tokens: &'t Tokens<'_>, binding: &Let) -> impl Iterator<Item = &'t str> {
+    let list = &tokens.list[binding.first..=binding.last];
+    let start = list
+        .iter()
+        .position(|token| tokens.word(token) == "let")
+        .map_or(0, |at| at + 1);
+    let mut depth = 0usize;
+    let end = list[start..]
+        .iter()
+        .position(|token| {
+            match token.kind {
+                TokenKind::OpenParen | TokenKind::OpenBracket | TokenKind::OpenBrace => depth += 1,
+                TokenKind::CloseParen | TokenKind::CloseBracket | TokenKind::CloseBrace => {
+                    depth = depth.saturating_sub(1)
+                }
+                TokenKind::Eq if depth == 0 => return true,
+                _ => {}
+            }
+            false
+        })
+        .map_or(list.len(), |end| start + end);
+    list[start..end]
+        .iter()
+        .filter_map(|token| tokens.name(token))
+}
+
+/// Replaces `text[start..end]` with spaces, line breaks kept, in the (lazily made) copy.
+fn blank_range(text: &str, start: usize, end: usize, masked: &mut Option<Vec<u8>>) {
+    let out = masked.get_or_insert_with(|| text.as_bytes().to_vec());
+    for byte in &mut out[start..end] {
+        if *byte != b'\n' && *byte != b'\r' {
+            *byte = b' ';
+        }
+    }
+}
+
+/// Blanks the items that cannot match; splits the kept containers again, and blanks the
+/// statements that cannot match in every block of the other kept items.
+fn blank(tokens: &Tokens<'_>, items: &[Item<'_>], aliases: &[&str], masked: &mut Blanking) {
+    let text = tokens.text;
     for item in items {
         if ALWAYS_KEPT.contains(&item.keyword) {
             continue;
         }
         let bytes = &text.as_bytes()[item.start..item.end];
-        let may_match = crate::prefilter::item_may_match(bytes)
+        let may_match = tokens.has_trigger(item.start, item.end)
             || aliases
                 .iter()
                 .any(|alias| memchr::memmem::find(bytes, alias.as_bytes()).is_some());
-        if !may_match {
-            let out = masked.get_or_insert_with(|| text.as_bytes().to_vec());
-            for byte in &mut out[item.start..item.end] {
-                if *byte != b'\n' && *byte != b'\r' {
-                    *byte = b' ';
-                }
-            }
+        if item.keyword == "let" {
+            // Decided once the whole file is split (see `prune_lets`); meanwhile the blocks
+            // of `let x = match y { A => { .. } }` are split like any other.
+            masked.lets.push(Let {
+                first: item.first,
+                last: item.last,
+                may_match,
+            });
+            blank_blocks(tokens, item.first, item.last + 1, aliases, masked);
             continue;
         }
-        if CONTAINERS.contains(&item.keyword) && bytes.last() == Some(&b'}') {
-            if let Some(open) = body_start(text, item) {
-                let inner = split(text, open + 1, item.end - 1, usize::MAX);
+        if !may_match {
+            blank_range(text, item.start, item.end, &mut masked.bytes);
+            continue;
+        }
+        if !CONTAINERS.contains(&item.keyword) {
+            blank_blocks(tokens, item.first, item.last + 1, aliases, masked);
+            continue;
+        }
+        if bytes.last() == Some(&b'}') {
+            if let Some(open) = body_start(tokens, item) {
+                let inner = split(tokens, open + 1, item.last, usize::MAX, false);
                 if inner.balanced {
                     let mut all_aliases = aliases.to_vec();
                     all_aliases.extend(inner.aliases.iter().copied());
-                    blank(text, &inner.items, &all_aliases, masked);
+                    blank(tokens, &inner.items, &all_aliases, masked);
                 }
             }
         }
     }
 }
 
-/// The offset of the `{` that opens a container item's body: the first top-level brace after
-/// its attributes (`#[..]` uses brackets; `impl<const N: usize>` has no braces).
-fn body_start(text: &str, item: &Item<'_>) -> Option<usize> {
+/// Blanks, in each outermost `{ .. }` of the tokens `first..last` (a `fn` body, a closure's,
+/// an `if` branch, a match arm, an `async` block), the statements that cannot match. A brace
+/// group that is not a block (`S { a: 1 }`, `m! { .. }`) has no top-level `;`, so no statement.
+fn blank_blocks(
+    tokens: &Tokens<'_>,
+    first: usize,
+    last: usize,
+    aliases: &[&str],
+    masked: &mut Blanking,
+) {
+    let mut index = first;
+    while index < last {
+        if tokens.list[index].kind != TokenKind::OpenBrace {
+            index += 1;
+            continue;
+        }
+        let Some(close) = closing(tokens, index, last) else {
+            return;
+        };
+        let inner = split(tokens, index + 1, close, usize::MAX, true);
+        if inner.balanced {
+            let mut all_aliases = aliases.to_vec();
+            all_aliases.extend(inner.aliases.iter().copied());
+            blank(tokens, &inner.items, &all_aliases, masked);
+            // The block's last expression is not an item: only its own blocks are split.
+            let tail = inner.items.last().map_or(index + 1, |item| item.last + 1);
+            blank_blocks(tokens, tail, close, &all_aliases, masked);
+        }
+        index = close + 1;
+    }
+}
+
+/// The token that closes the delimiter opened at `open`, before `last`.
+fn closing(tokens: &Tokens<'_>, open: usize, last: usize) -> Option<usize> {
     let mut depth = 0usize;
-    let mut offset = item.start;
-    for token in tokenize(&text[item.start..item.end], FrontmatterAllowed::No) {
-        let start = offset;
-        offset += token.len as usize;
-        match token.kind {
-            TokenKind::OpenBrace if depth == 0 => return Some(start),
+    for index in open..last {
+        match tokens.list[index].kind {
+            TokenKind::OpenParen | TokenKind::OpenBracket | TokenKind::OpenBrace => depth += 1,
+            TokenKind::CloseParen | TokenKind::CloseBracket | TokenKind::CloseBrace => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(index);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The token that opens a container item's body: the first top-level brace after its
+/// attributes (`#[..]` uses brackets; `impl<const N: usize>` has no braces).
+fn body_start(tokens: &Tokens<'_>, item: &Item<'_>) -> Option<usize> {
+    let mut depth = 0usize;
+    for index in item.first..=item.last {
+        match tokens.list[index].kind {
+            TokenKind::OpenBrace if depth == 0 => return Some(index),
             TokenKind::OpenParen | TokenKind::OpenBracket | TokenKind::OpenBrace => depth += 1,
             TokenKind::CloseParen | TokenKind::CloseBracket | TokenKind::CloseBrace => {
                 depth = depth.saturating_sub(1)
@@ -271,10 +583,69 @@ mod tests {
 
     #[test]
     fn items_naming_an_import_alias_stay() {
-        let text = "use rmcp::model::{ContextInclusion as Ctx, Role};\nuse std::io::Write as _;\nfn broad() -> Ctx { Ctx::AllServers }\nfn plain() -> u8 { 1 }\n";
+        let text = "use rmcp::model::{ContextInclusion as Ctx, Role};\nuse std::io::Write as _;\nuse rmcp::ErrorData as McpError;\nfn broad() -> Ctx { Ctx::AllServers }\nfn plain() -> u8 { 1 }\nfn fail() -> McpError { McpError::internal() }\n";
         let out = masked(text);
         assert!(out.contains("Ctx::AllServers"));
         assert!(!out.contains("fn plain"));
+        // `ErrorData` holds no trigger word: naming it under another name keeps nothing.
+        assert!(!out.contains("fn fail"));
+    }
+
+    #[test]
+    fn statements_of_kept_blocks_are_split() {
+        let text = "async fn call(ctx: Ctx) -> R {\n    /// A doc comment.\n    let peer = ctx.peer.clone();\n    log(1);\n    if ready { prepare(); } else { wait(); }\n    let r = match x { A => { tally(); peer.list_roots().await } B => 2 };\n    tokio::spawn(async move { quiet(); peer.create_message(p).await; });\n    S { a: 1 }.finish();\n    done(r)\n}\n";
+        let out = masked(text);
+        assert_eq!(out.len(), text.len());
+        for kept in [
+            "let peer = ctx.peer.clone();",
+            "let r = match x { A => {",
+            "peer.list_roots().await } B => 2 };",
+            "tokio::spawn(async move {",
+            "peer.create_message(p).await; });",
+            "done(r)",
+        ] {
+            assert!(out.contains(kept), "{kept}");
+        }
+        for gone in [
+            "doc comment",
+            "log(1)",
+            "if ready",
+            "else",
+            "tally",
+            "quiet",
+            "S { a: 1 }",
+        ] {
+            assert!(!out.contains(gone), "{gone}");
+        }
+        syn::parse_file(&out).unwrap();
+    }
+
+    #[test]
+    fn lets_stay_when_a_kept_token_names_what_they_bind() {
+        let text = "fn f(ctx: Ctx) {\n    let p = ctx.peer.clone();\n    let q = p;\n    let r#ref = 1;\n    let unused = compute(2);\n    let p = other();\n    q.list_roots();\n    let noisy = x.create_message(m);\n    r#ref\n}\n";
+        let out = masked(text);
+        for kept in [
+            "let p = ctx.peer.clone();",
+            "let q = p;",
+            "let r#ref = 1;",
+            // Shadows a name that a kept `let` reads: kept, whatever the scope.
+            "let p = other();",
+            "let noisy = x.create_message(m);",
+        ] {
+            assert!(out.contains(kept), "{kept}");
+        }
+        assert!(!out.contains("unused"), "{out}");
+        syn::parse_file(&out).unwrap();
+    }
+
+    #[test]
+    fn a_brace_ended_expression_statement_runs_to_its_semicolon() {
+        // Blanking `+ peer.list_roots()` alone, or keeping it alone, would not parse.
+        let text = "fn f() {\n    let a = S { b: 1 } + peer.list_roots();\n    m! { quiet }\n    noisy();\n    T { c: 2 }.peer.list_roots();\n}\n";
+        let out = masked(text);
+        assert!(out.contains("let a = S { b: 1 } + peer.list_roots();"));
+        assert!(out.contains("T { c: 2 }.peer.list_roots();"));
+        syn::parse_file(&out).unwrap();
     }
 
     #[test]

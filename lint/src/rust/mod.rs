@@ -47,9 +47,19 @@ pub fn lint_file_with(
     crate_context: &CrateContext,
     skip_items: bool,
 ) -> Vec<Diagnostic> {
+    lint_file_parsed(file, crate_context, skip_items).0
+}
+
+/// [`lint_file_with`], and the syntax tree the findings came from, when its spans are the file's
+/// (it may be of the file with skipped items blanked): the fixes reuse it.
+pub fn lint_file_parsed(
+    file: &Arc<SourceFile>,
+    crate_context: &CrateContext,
+    skip_items: bool,
+) -> (Vec<Diagnostic>, Option<syn::File>) {
     let scan = items::scan(&file.text, MAX_NESTING, skip_items);
     if let Some(offset) = scan.too_deep {
-        return vec![Diagnostic {
+        let diagnostic = Diagnostic {
             rule: RuleId::UnparsableFile,
             severity: RuleId::UnparsableFile.rule().default_severity,
             file: file.clone(),
@@ -60,26 +70,31 @@ pub fn lint_file_with(
             help: Some("this is usually generated code: exclude it in the configuration".into()),
             label: Some("too deep".into()),
             fix: None,
-        }];
+        };
+        return (vec![diagnostic], None);
     }
     if let Some(masked) = scan.masked {
         // The skipped items are blanks of the same length: offsets are the original file's.
         if let Ok(syntax) = syn::parse_file(&masked) {
             let blanked = SourceFile::new(file.path.clone(), masked);
-            return lint_syntax(&blanked, &file.text, &syntax, crate_context)
+            let diagnostics = lint_syntax(&blanked, &file.text, &syntax, crate_context)
                 .into_iter()
                 .map(|mut diagnostic| {
                     diagnostic.file = file.clone();
                     diagnostic
                 })
                 .collect();
+            return (diagnostics, Some(syntax));
         }
     }
     match syn::parse_file(&file.text) {
-        Ok(syntax) => lint_syntax(file, &file.text, &syntax, crate_context),
+        Ok(syntax) => (
+            lint_syntax(file, &file.text, &syntax, crate_context),
+            Some(syntax),
+        ),
         Err(error) => {
             let Some((migrated, rewritten, parsed)) = migrated_2015(file, crate_context) else {
-                return vec![syntax_error(file, &error)];
+                return (vec![syntax_error(file, &error)], None);
             };
             // Linted as the 2018 form of the file; the findings point into the file as it is.
             let diagnostics = match parsed {
@@ -87,7 +102,7 @@ pub fn lint_file_with(
                 // Broken in 2015 too: its own error, not the 2015-only syntax syn stopped at.
                 Err(error) => vec![syntax_error(&rewritten, &error)],
             };
-            diagnostics
+            let diagnostics = diagnostics
                 .into_iter()
                 .map(|mut diagnostic| {
                     diagnostic.file = file.clone();
@@ -97,7 +112,9 @@ pub fn lint_file_with(
                     );
                     diagnostic
                 })
-                .collect()
+                .collect();
+            // The tree's spans are the rewritten file's: the fixes parse the file again.
+            (diagnostics, None)
         }
     }
 }
