@@ -1,28 +1,12 @@
 //! `--baseline`, `--update-baseline` and `--new-from-rev` end to end, on a copy of a rule fixture
 //! (and, for `--new-from-rev`, a real git repository made for the test).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod support;
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
+use std::path::Path;
+use std::process::Command;
 
-fn lint_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cargo-mcp-lint"))
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("the binary runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8(bytes.to_vec()).unwrap()
-}
+use support::{lint_in, text, workspace_root};
 
 /// A copy of the `server-initiated-request` fixture (errors: a run without baseline fails).
 fn project() -> tempfile::TempDir {

@@ -1,24 +1,11 @@
 //! End-to-end tests of the `cargo-mcp-lint` binary: every output format, exit codes,
 //! configuration, suppressions, and the diagnostics of each rule fixture as snapshots.
 
-use std::path::{Path, PathBuf};
+mod support;
+
 use std::process::{Command, Output, Stdio};
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-fn lint_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cargo-mcp-lint"))
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("the binary runs")
-}
+use support::{lint_in, workspace_root};
 
 fn lint(args: &[&str]) -> Output {
     lint_in(&workspace_root(), args)

@@ -3,28 +3,11 @@
 //! (regenerate them with `UPDATE_FIXED=1 cargo test -p cargo-mcp-lint --test fixes`, then review
 //! the diff).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod support;
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
+use std::path::Path;
 
-fn lint_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cargo-mcp-lint"))
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("the binary runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8(bytes.to_vec()).unwrap()
-}
+use support::{lint_in, text, workspace_root};
 
 /// The fixtures of the rules that have fixes, and the files their fixes change.
 const FIXED: &[(&str, &[&str])] = &[
