@@ -97,6 +97,11 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = crate::backend::CallSessions::Auto, value_name = "MODE")]
     pub call_sessions: crate::backend::CallSessions,
 
+    /// A lane (legacy child process or session) with nothing to do for this long is closed; the
+    /// pool keeps at least one and starts more on demand
+    #[arg(long, default_value = "5m", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub lane_idle_timeout: Duration,
+
     /// A root to answer `roots/list` with when the legacy server asks outside any call (repeatable)
     #[arg(long = "root", value_name = "URI")]
     pub roots: Vec<String>,

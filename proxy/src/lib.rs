@@ -103,6 +103,7 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
             }),
             request_timeout: args.request_timeout,
             call_sessions: args.call_sessions,
+            lane_idle_timeout: args.lane_idle_timeout,
         },
     );
     let engine = engine::Engine::new(
@@ -127,6 +128,7 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
     spawn_signal_handler(shutdown.clone());
     spawn_sweeper(engine.clone(), args.pause_ttl, shutdown.clone());
     spawn_store_probe(engine.clone(), shutdown.clone());
+    spawn_idle_lane_closer(pool.clone(), args.lane_idle_timeout, shutdown.clone());
     {
         // Draining from the moment shutdown starts: no call may pause any more, `/readyz` 503.
         let engine = engine.clone();
@@ -253,6 +255,27 @@ fn spawn_legacy_sweeper(
         loop {
             tokio::select! {
                 _ = interval.tick() => legacy.sweep().await,
+                () = shutdown.cancelled() => return,
+            }
+        }
+    });
+}
+
+/// Closes lanes idle for `--lane-idle-timeout`, checking four times per timeout (at most every
+/// 30 s, at least every 100 ms).
+fn spawn_idle_lane_closer(
+    pool: Arc<backend::LanePool>,
+    idle_timeout: Duration,
+    shutdown: tokio_util::sync::CancellationToken,
+) {
+    let period = (idle_timeout / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
+    tokio::spawn(async move {
+        let mut interval = tokio::time::interval(period);
+        loop {
+            tokio::select! {
+                _ = interval.tick() => {
+                    pool.close_idle_lanes();
+                }
                 () = shutdown.cancelled() => return,
             }
         }

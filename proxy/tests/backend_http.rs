@@ -76,6 +76,12 @@ async fn http_pool_limit_makes_a_second_lease_wait() {
 }
 
 #[tokio::test]
+async fn http_idle_lanes_are_closed_down_to_one() {
+    let server = server().await;
+    within(TEST, idle_lanes_are_closed(server.spec())).await;
+}
+
+#[tokio::test]
 async fn http_log_notification_reaches_the_lease() {
     let server = server().await;
     within(TEST, log_notification_on_a_lease(server.spec())).await;

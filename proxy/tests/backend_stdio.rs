@@ -72,6 +72,12 @@ async fn stdio_pool_limit_makes_a_second_lease_wait() {
 }
 
 #[tokio::test]
+async fn stdio_idle_lanes_are_closed_down_to_one() {
+    let spec = spec().await;
+    within(TEST, idle_lanes_are_closed(spec)).await;
+}
+
+#[tokio::test]
 async fn stdio_log_notification_reaches_the_lease() {
     let spec = spec().await;
     within(TEST, log_notification_on_a_lease(spec)).await;

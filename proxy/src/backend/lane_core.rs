@@ -110,6 +110,9 @@ struct CoreState {
     /// has come for them since (the Python SDK answers a cancelled request with an error; the
     /// TypeScript SDK sends nothing).
     cancels_open: HashSet<String>,
+    /// When a request of ours last started or ended, or a lease last came or went (none yet:
+    /// the lane's creation).
+    last_active: Option<Instant>,
 }
 
 /// The most cancelled-but-unanswered requests a lane remembers ([`LaneCore::cancels_open`]).
@@ -279,6 +282,17 @@ impl LaneCore {
         self.state().lease.is_some()
     }
 
+    /// How long the lane has had nothing to do: no request in flight, no lease, no routed call,
+    /// no cancelled request still unanswered (`None` while it has any of these).
+    pub fn idle_for(&self) -> Option<std::time::Duration> {
+        let state = self.state();
+        let busy = !state.pending.is_empty()
+            || state.lease.is_some()
+            || !state.calls.is_empty()
+            || !state.cancels_open.is_empty();
+        (!busy).then(|| state.last_active.unwrap_or(self.created).elapsed())
+    }
+
     /// Calls on this lane with a call route (shared-session calls not finished with yet).
     pub fn routed_calls(&self) -> usize {
         self.state().calls.len()
@@ -407,6 +421,7 @@ impl LaneCore {
                 Some((key, rx)) => (Some(key), Some(rx)),
                 None => (None, None),
             };
+            state.last_active = Some(Instant::now());
             state.pending.insert(
                 id,
                 PendingEntry {
@@ -458,6 +473,7 @@ impl LaneCore {
         let entry = {
             let mut state = self.state();
             let entry = state.pending.remove(&key);
+            state.last_active = Some(Instant::now());
             if let Some(progress) = entry.as_ref().and_then(|e| e.progress.as_ref()) {
                 state.progress.remove(progress);
             }
@@ -543,6 +559,7 @@ impl LaneCore {
         let (events, receiver) = mpsc::channel(LEASE_EVENTS);
         let mut state = self.state();
         state.lease_generation += 1;
+        state.last_active = Some(Instant::now());
         let generation = state.lease_generation;
         state.lease = Some(LeaseRoute {
             generation,
@@ -609,6 +626,7 @@ impl LaneCore {
                 .as_ref()
                 .is_some_and(|route| route.generation == generation)
             {
+                state.last_active = Some(Instant::now());
                 state.lease.take()
             } else {
                 None

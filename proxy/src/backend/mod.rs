@@ -24,6 +24,7 @@
 //! exits, the HTTP server goes away, or the legacy session expires (HTTP 404: the lane then
 //! re-initializes itself with a new session and stays usable).
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -92,6 +93,9 @@ pub struct PoolSettings {
     /// Whether correlatable calls may share a legacy Streamable HTTP session
     /// (`--call-sessions`; stdio and HTTP+SSE lanes are always exclusive).
     pub call_sessions: CallSessions,
+    /// A lane with nothing to do for this long is closed (`--lane-idle-timeout`; the pool keeps
+    /// at least one lane).
+    pub lane_idle_timeout: Duration,
 }
 
 /// What a legacy server sent on a lane, other than a response to our own requests.
@@ -1436,6 +1440,60 @@ impl LanePool {
             (open + 1, leased + usize::from(slot.leased))
         });
         (open, leased)
+    }
+
+    /// Closes the lanes that had nothing to do for `--lane-idle-timeout` (unleased, no request
+    /// in flight, held by nothing but the pool: not the subscription lane), the longest idle
+    /// first, keeping at least one live lane. Returns how many it closed.
+    pub fn close_idle_lanes(&self) -> usize {
+        let timeout = self.shared.settings.lane_idle_timeout;
+        let closing: Vec<Arc<Lane>> = {
+            let mut state = self.shared.state();
+            if state.shut_down {
+                return 0;
+            }
+            self.shared.prune(&mut state);
+            let live = state
+                .slots
+                .iter()
+                .filter(|slot| slot.lane.is_alive())
+                .count();
+            let mut idle: Vec<(Duration, u64)> = state
+                .slots
+                .iter()
+                .filter(|slot| {
+                    !slot.leased && slot.lane.is_alive() && Arc::strong_count(&slot.lane) == 1
+                })
+                .filter_map(|slot| {
+                    let idle = slot.lane.core().idle_for()?;
+                    (idle >= timeout).then(|| (idle, slot.lane.id()))
+                })
+                .collect();
+            idle.sort_unstable_by(|a, b| b.cmp(a));
+            idle.truncate(live.saturating_sub(1));
+            let ids: HashSet<u64> = idle.iter().map(|(_, id)| *id).collect();
+            let mut closing = Vec::with_capacity(ids.len());
+            state.slots.retain(|slot| {
+                let close = ids.contains(&slot.lane.id());
+                if close {
+                    closing.push(Arc::clone(&slot.lane));
+                }
+                !close
+            });
+            closing
+        };
+        if closing.is_empty() {
+            return 0;
+        }
+        self.shared.changed.notify_waiters();
+        for lane in &closing {
+            lane.core()
+                .span
+                .in_scope(|| tracing::info!(idle_timeout = ?timeout, "closing an idle lane"));
+            let lane = Arc::clone(lane);
+            tokio::spawn(async move { lane.shutdown().await });
+        }
+        closing.len()
     }
 
     /// Lanes in the pool (live, dead-but-leased) plus lanes being started.

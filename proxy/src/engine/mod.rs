@@ -368,6 +368,7 @@ mod tests {
                 client_info: json!({"name": "test", "version": "0"}),
                 request_timeout: Duration::from_secs(1),
                 call_sessions: Default::default(),
+                lane_idle_timeout: Duration::from_secs(300),
             },
         );
         let engine = Engine::new(

@@ -115,6 +115,7 @@ pub fn settings(max_lanes: usize, roots: &[&str]) -> PoolSettings {
         client_info: json!({"name": "mcp-mrtr-proxy-tests", "version": "0.0.0"}),
         request_timeout: Duration::from_secs(10),
         call_sessions: Default::default(),
+        lane_idle_timeout: Duration::from_secs(300),
     }
 }
 
@@ -517,6 +518,66 @@ pub async fn log_notification_on_a_lease(spec: BackendSpec) {
 
 /// `max_lanes = 1`: a second lease waits until the first is dropped, then gets the same lane;
 /// a lease for another profile then recycles it.
+/// Lanes with nothing to do for `lane_idle_timeout` are closed, the longest idle first, down to
+/// one; a busy lane (leased, a request in flight, or held outside the pool) is never closed.
+pub async fn idle_lanes_are_closed(spec: BackendSpec) {
+    let pool = LanePool::new(
+        spec,
+        PoolSettings {
+            lane_idle_timeout: Duration::from_millis(400),
+            ..settings(4, &[])
+        },
+    );
+    // Three lanes at once (leases are exclusive), then all returned.
+    let profile = form_profile();
+    let leases = futures_util::future::join_all((0..3).map(|_| pool.lease(&profile))).await;
+    let leases: Vec<_> = leases.into_iter().map(Result::unwrap).collect();
+    let lanes: Vec<_> = leases.iter().map(|lease| Arc::clone(&lease.lane)).collect();
+    assert_eq!(pool.lane_count(), 3);
+    assert_eq!(pool.close_idle_lanes(), 0, "leased lanes are busy");
+    let mut leases = leases.into_iter();
+    let kept = leases.next_back().unwrap();
+    drop(leases);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        pool.close_idle_lanes(),
+        0,
+        "a lane held outside the pool is not closed"
+    );
+    drop(lanes);
+    // Two returned lanes idle, one still leased: both idle ones go (the leased one stays).
+    assert_eq!(pool.close_idle_lanes(), 2);
+    assert_eq!(pool.lane_count(), 1);
+    drop(kept);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(pool.close_idle_lanes(), 0, "the last lane is kept");
+    // A lane is idle from its last request or lease, not from its creation.
+    let busy = within(STEP, pool.lease(&form_profile())).await.unwrap();
+    let extra = within(STEP, pool.lease(&form_profile())).await.unwrap();
+    let extra_id = extra.lane.id();
+    drop(busy);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    drop(extra);
+    assert_eq!(
+        pool.close_idle_lanes(),
+        1,
+        "only the lane idle for the timeout"
+    );
+    assert_eq!(pool.lane_count(), 1);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(pool.close_idle_lanes(), 0, "the last lane is kept");
+    // The kept lane still works.
+    let again = within(STEP, pool.lease(&form_profile())).await.unwrap();
+    assert_eq!(again.lane.id(), extra_id);
+    let call = again
+        .lane
+        .request("tools/call", call_params("echo", json!({"text": "kept"})))
+        .await
+        .unwrap();
+    assert_eq!(tool_text(&response(call).await.unwrap().unwrap()), "kept");
+    pool.shutdown().await;
+}
+
 pub async fn pool_limit(spec: BackendSpec) {
     let pool = LanePool::new(spec, settings(1, &[]));
     let first = within(STEP, pool.lease(&form_profile())).await.unwrap();
