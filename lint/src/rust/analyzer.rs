@@ -7,7 +7,7 @@
 //! not recognised is not reported (a documented blind spot), so that `create_message` on a mail
 //! or LSP client never is.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::Arc;
 
 use mcp_migrate_rules::RuleId;
@@ -32,7 +32,7 @@ const MRTR_HANDLERS: &[&str] = &["call_tool", "get_prompt", "read_resource"];
 const MRTR_METHODS: &[&str] = &["tools/call", "prompts/get", "resources/read"];
 
 /// Type names that stand for an rmcp peer (or something that derefs to one).
-const PEER_TYPES: &[&str] = &[
+pub(super) const PEER_TYPES: &[&str] = &[
     "Peer",
     "RequestContext",
     "NotificationContext",
@@ -147,14 +147,14 @@ impl<'a> Analyzer<'a> {
         Analyzer {
             out: Reporter::new(cx.file),
             cx,
-            scopes: vec![HashMap::new()],
-            peer_fields: HashSet::new(),
+            scopes: vec![HashMap::default()],
+            peer_fields: HashSet::default(),
             match_peer: Vec::new(),
             closure_peer: false,
             impls: Vec::new(),
             server_method: None,
             arm_literals: Vec::new(),
-            elicitation_types: HashSet::new(),
+            elicitation_types: HashSet::default(),
             secret_fields: Vec::new(),
         }
     }
@@ -208,7 +208,7 @@ impl<'a> Analyzer<'a> {
     }
 
     fn with_scope(&mut self, inner: impl FnOnce(&mut Self)) {
-        self.scopes.push(HashMap::new());
+        self.scopes.push(HashMap::default());
         inner(self);
         self.scopes.pop();
     }

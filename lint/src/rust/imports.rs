@@ -5,7 +5,7 @@
 //! (`pub use rmcp;` in a wrapper crate, `use crate::mcp::Peer`), glob imports of anything but the
 //! SDK, and the types of expressions (there is no type inference; see `analyzer.rs`).
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use proc_macro2::Span;
 use syn::visit::Visit;

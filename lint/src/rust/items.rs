@@ -10,13 +10,18 @@
 //! Blanking replaces every byte of a skipped item except line breaks with a space, so lines,
 //! columns and byte offsets of what is left are those of the original file and the findings need
 //! no mapping. Kept whatever their words: `use` items (name resolution), `struct`, `static` and
-//! `const` items (peer-typed fields and statics, secret-looking fields); `let` statements when
-//! they bind a name that something kept spells (peer bindings, shadowing). The file is lexed once and the trigger words found in one automaton
-//! pass; every level works on those. The split is a lexer's approximation of the grammar; when
+//! `const` items (peer-typed fields and statics, secret-looking fields). The `let` statements are
+//! decided last ([`lets`]): blanked, cut down to `let PATTERN;` (the name stays bound, for
+//! shadowing) or kept whole (it may bind a peer or a request state). The file is lexed once and
+//! the trigger words found in one automaton pass; every level works on those. The split is a lexer's approximation of the grammar; when
 //! the blanked text does not parse, the caller parses the original, so the approximation can
 //! cost time, never findings.
 
 use ra_ap_rustc_lexer::{tokenize, FrontmatterAllowed, TokenKind};
+
+mod lets;
+
+use lets::{pattern_end, prune_lets, Let};
 
 /// What one lexer pass learns about a file.
 pub struct Scan {
@@ -26,8 +31,7 @@ pub struct Scan {
     pub masked: Option<String>,
 }
 
-/// Keywords that start an item kept whatever its words (for `let` statements, see
-/// [`prune_lets`]).
+/// Keywords that start an item kept whatever its words (for `let` statements, see [`lets`]).
 const ALWAYS_KEPT: &[&str] = &["use", "struct", "static", "const", "extern"];
 
 /// Keywords of the statements a `}` may end (with no `;`): blocks, control flow, nested items.
@@ -333,97 +337,6 @@ struct Blanking {
     lets: Vec<Let>,
 }
 
-/// A `let` statement in a kept block: its tokens, and whether it may itself hold a finding.
-struct Let {
-    first: usize,
-    last: usize,
-    may_match: bool,
-}
-
-/// Blanks the `let` statements that can matter to no finding. A binding matters to the analyzer
-/// (a peer, a request state) only through its name, so a `let` is kept when it may hold a
-/// finding itself, or binds a name that a kept token spells — the names of a kept `let` count
-/// too, until nothing changes. Names are compared as words, whatever the scope: shadowing and
-/// chains (`let p = ctx.peer.clone(); let q = p;`) keep every `let` they pass through.
-fn prune_lets(tokens: &Tokens<'_>, blanking: &mut Blanking) {
-    if blanking.lets.is_empty() {
-        return;
-    }
-    let is_blank = |bytes: &Option<Vec<u8>>, token: &Token| {
-        bytes
-            .as_ref()
-            .is_some_and(|bytes| bytes[token.start] == b' ')
-    };
-    let mut in_let = vec![false; tokens.list.len()];
-    for binding in &blanking.lets {
-        in_let[binding.first..=binding.last].fill(true);
-    }
-    let mut needed: std::collections::HashSet<&str> = tokens
-        .list
-        .iter()
-        .zip(&in_let)
-        .filter(|(token, inside)| !**inside && !is_blank(&blanking.bytes, token))
-        .filter_map(|(token, _)| tokens.name(token))
-        .collect();
-    let mut kept = vec![false; blanking.lets.len()];
-    loop {
-        let mut changed = false;
-        for (binding, kept) in blanking.lets.iter().zip(&mut kept) {
-            if *kept
-                || !(binding.may_match
-                    || pattern_names(tokens, binding).any(|name| needed.contains(name)))
-            {
-                continue;
-            }
-            *kept = true;
-            changed = true;
-            for token in &tokens.list[binding.first..=binding.last] {
-                if !is_blank(&blanking.bytes, token) {
-                    needed.extend(tokens.name(token));
-                }
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
-    for (binding, kept) in blanking.lets.iter().zip(kept) {
-        if !kept {
-            let start = tokens.list[binding.first].start;
-            let end = tokens.list[binding.last].end;
-            blank_range(tokens.text, start, end, &mut blanking.bytes);
-        }
-    }
-}
-
-/// The words of a `let` statement's pattern (and type): its tokens after `let`, up to the first
-/// top-level `=`.
-fn pattern_names<'t>(tokens: &'t Tokens<'_>, binding: &Let) -> impl Iterator<Item = &'t str> {
-    let list = &tokens.list[binding.first..=binding.last];
-    let start = list
-        .iter()
-        .position(|token| tokens.word(token) == "let")
-        .map_or(0, |at| at + 1);
-    let mut depth = 0usize;
-    let end = list[start..]
-        .iter()
-        .position(|token| {
-            match token.kind {
-                TokenKind::OpenParen | TokenKind::OpenBracket | TokenKind::OpenBrace => depth += 1,
-                TokenKind::CloseParen | TokenKind::CloseBracket | TokenKind::CloseBrace => {
-                    depth = depth.saturating_sub(1)
-                }
-                TokenKind::Eq if depth == 0 => return true,
-                _ => {}
-            }
-            false
-        })
-        .map_or(list.len(), |end| start + end);
-    list[start..end]
-        .iter()
-        .filter_map(|token| tokens.name(token))
-}
-
 /// Replaces `text[start..end]` with spaces, line breaks kept, in the (lazily made) copy.
 fn blank_range(text: &str, start: usize, end: usize, masked: &mut Option<Vec<u8>>) {
     let out = masked.get_or_insert_with(|| text.as_bytes().to_vec());
@@ -450,8 +363,13 @@ fn blank(tokens: &Tokens<'_>, items: &[Item<'_>], aliases: &[&str], masked: &mut
         if item.keyword == "let" {
             // Decided once the whole file is split (see `prune_lets`); meanwhile the blocks
             // of `let x = match y { A => { .. } }` are split like any other.
+            let keyword = (item.first..=item.last)
+                .find(|&index| tokens.word(&tokens.list[index]) == "let")
+                .unwrap_or(item.first);
             masked.lets.push(Let {
                 first: item.first,
+                keyword,
+                rest: pattern_end(tokens, keyword, item.last),
                 last: item.last,
                 may_match,
             });
@@ -550,6 +468,14 @@ fn body_start(tokens: &Tokens<'_>, item: &Item<'_>) -> Option<usize> {
 mod tests {
     use super::*;
 
+    /// `text` with each run of spaces made one.
+    fn squeeze(text: &str) -> String {
+        text.split(' ')
+            .filter(|part| !part.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     fn masked(text: &str) -> String {
         scan(text, 256, true)
             .masked
@@ -627,15 +553,43 @@ mod tests {
         for kept in [
             "let p = ctx.peer.clone();",
             "let q = p;",
-            "let r#ref = 1;",
-            // Shadows a name that a kept `let` reads: kept, whatever the scope.
-            "let p = other();",
             "let noisy = x.create_message(m);",
         ] {
             assert!(out.contains(kept), "{kept}");
         }
+        // Read, but bound to nothing that can be a peer: the name stays bound, shadowing as
+        // before, and nothing else of the statement is parsed.
+        let squeezed = squeeze(&out);
+        assert!(squeezed.contains("let r#ref ;"), "{out}");
+        assert!(squeezed.contains("let p ;"), "{out}");
         assert!(!out.contains("unused"), "{out}");
         syn::parse_file(&out).unwrap();
+    }
+
+    #[test]
+    fn lets_keep_their_initialiser_when_it_may_bind_a_peer_or_a_state() {
+        let text = "struct S { client_peer: Arc<Mutex<Option<Peer<RoleServer>>>> }\nfn f(s: S, ctx: RequestContext<RoleServer>, opt: Option<u8>) {\n    let c = ctx;\n    let f = s.client_peer.lock();\n    let typed: Peer<RoleServer> = make();\n    let label = name.to_string();\n    let Some(x) = opt else { return };\n    let arm = match opt { Some(found) => 1, None => 2 };\n    let via_arm = found;\n    items.iter().for_each(|item| { let from_closure = item; from_closure.list_roots(); });\n    c.list_roots(); f.list_roots(); typed.list_roots(); x.list_roots(); via_arm.list_roots();\n    label.list_roots(); arm.list_roots();\n}\n";
+        let out = masked(text);
+        for kept in [
+            "let c = ctx;",
+            "let f = s.client_peer.lock();",
+            "let typed: Peer<RoleServer> = make();",
+            "let via_arm = found;",
+            "let from_closure = item;",
+        ] {
+            assert!(out.contains(kept), "{kept}\n{out}");
+        }
+        // No request state is checked in this file: `to_string` makes nothing here.
+        let squeezed = squeeze(&out);
+        for cut in ["let label ;", "let Some(x) ;"] {
+            assert!(squeezed.contains(cut), "{cut}\n{out}");
+        }
+        syn::parse_file(&out).unwrap();
+        // Where a request state is checked, a state-making call keeps its `let`.
+        let text = "fn g() -> R {\n    let label = name.to_string();\n    let lit = \"abc\";\n    InputRequiredResult::new(requests, label).with(lit)\n}\n";
+        let out = masked(text);
+        assert!(out.contains("let label = name.to_string();"), "{out}");
+        assert!(out.contains("let lit = \"abc\";"), "{out}");
     }
 
     #[test]
