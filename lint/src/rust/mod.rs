@@ -76,7 +76,7 @@ pub fn lint_file_parsed(
     if let Some(masked) = scan.masked {
         // The skipped items are blanks of the same length: offsets are the original file's.
         if let Ok(syntax) = syn::parse_file(&masked) {
-            let blanked = SourceFile::new(file.path.clone(), masked);
+            let blanked = file.with_same_lines(masked);
             let diagnostics = lint_syntax(&blanked, &file.text, &syntax, crate_context)
                 .into_iter()
                 .map(|mut diagnostic| {
