@@ -20,8 +20,10 @@
 use ra_ap_rustc_lexer::{tokenize, FrontmatterAllowed, TokenKind};
 
 mod lets;
+mod uses;
 
 use lets::{pattern_end, prune_lets, Let};
+use uses::prune_uses;
 
 /// What one lexer pass learns about a file.
 pub struct Scan {
@@ -31,8 +33,9 @@ pub struct Scan {
     pub masked: Option<String>,
 }
 
-/// Keywords that start an item kept whatever its words (for `let` statements, see [`lets`]).
-const ALWAYS_KEPT: &[&str] = &["use", "struct", "static", "const", "extern"];
+/// Keywords that start an item kept whatever its words (for `let` statements, see [`lets`]; for
+/// `use` items, [`uses`]).
+const ALWAYS_KEPT: &[&str] = &["struct", "static", "const", "extern"];
 
 /// Keywords of the statements a `}` may end (with no `;`): blocks, control flow, nested items.
 /// Any other statement that reaches a `}` at its top level (`S { .. }.f();`, `m! { .. }`) runs
@@ -306,7 +309,8 @@ pub fn scan(text: &str, max_depth: usize, mask: bool) -> Scan {
     }
     let mut blanking = Blanking::default();
     blank(&tokens, &top.items, &top.aliases, &mut blanking);
-    prune_lets(&tokens, &mut blanking);
+    let needed = prune_lets(&tokens, &mut blanking);
+    prune_uses(&tokens, &mut blanking, &needed);
     let mut masked = blanking.bytes;
     for token in &tokens.list {
         let doc = matches!(
@@ -335,6 +339,8 @@ pub fn scan(text: &str, max_depth: usize, mask: bool) -> Scan {
 struct Blanking {
     bytes: Option<Vec<u8>>,
     lets: Vec<Let>,
+    /// The `use` items without a trigger word: `(first, last)` tokens.
+    uses: Vec<(usize, usize)>,
 }
 
 /// Replaces `text[start..end]` with spaces, line breaks kept, in the (lazily made) copy.
@@ -352,6 +358,13 @@ fn blank_range(text: &str, start: usize, end: usize, masked: &mut Option<Vec<u8>
 fn blank(tokens: &Tokens<'_>, items: &[Item<'_>], aliases: &[&str], masked: &mut Blanking) {
     let text = tokens.text;
     for item in items {
+        if item.keyword == "use" {
+            // Decided last too (see `uses.rs`), by the names the rest of what is kept spells.
+            if !tokens.has_trigger(item.start, item.end) {
+                masked.uses.push((item.first, item.last));
+            }
+            continue;
+        }
         if ALWAYS_KEPT.contains(&item.keyword) {
             continue;
         }
@@ -484,11 +497,11 @@ mod tests {
 
     #[test]
     fn items_without_trigger_words_are_blanked_in_place() {
-        let text = "use std::fmt;\n\n/// Adds.\n#[inline]\nfn add(a: u8) -> u8 {\n    a + 1\n}\n\nasync fn ask(peer: Peer) {\n    peer.create_message(p).await;\n}\n";
+        let text = "use rmcp::Peer;\n\n/// Adds.\n#[inline]\nfn add(a: u8) -> u8 {\n    a + 1\n}\n\nasync fn ask(peer: Peer) {\n    peer.create_message(p).await;\n}\n";
         let out = masked(text);
         assert_eq!(out.len(), text.len());
         assert_eq!(out.lines().count(), text.lines().count());
-        assert!(out.starts_with("use std::fmt;"));
+        assert!(out.starts_with("use rmcp::Peer;"));
         assert!(!out.contains("fn add"));
         assert!(!out.contains("Adds"));
         assert!(out.contains("peer.create_message(p).await;"));
@@ -611,6 +624,30 @@ mod tests {
         assert!(out.contains("async fn on_roots_list_changed(&self) {}"));
         assert!(!out.contains("quiet"));
         assert!(out.contains("fn loud(p: Peer) { p.list_roots(); }"));
+        syn::parse_file(&out).unwrap();
+    }
+
+    #[test]
+    fn imports_stay_when_what_is_kept_names_them() {
+        let text = "use std::fmt;\nuse std::sync::{Arc, Mutex};\nuse std::io::Write as _;\nuse rmcp as mcp;\nuse rmcp::model::*;\nuse crate::hub::{self, Hub};\nuse rmcp::service::{Peer as P, RoleServer};\nuse rmcp::transport::SseServer;\nfn quiet() { fmt::write(); }\nfn ask(peer: P) -> Arc<u8> {\n    use std::time::Duration;\n    use std::collections::HashMap;\n    hub::go(1).list_roots();\n    quiet();\n    peer.list_roots(Duration::ZERO)\n}\n";
+        let out = masked(text);
+        for kept in [
+            "use std::sync::{Arc, Mutex};",
+            "use rmcp as mcp;",
+            "use rmcp::model::*;",
+            "use crate::hub::{self, Hub};",
+            "fn ask(peer: P) -> Arc<u8> {",
+            "use rmcp::service::{Peer as P, RoleServer};",
+            // A trigger word: reported at the import.
+            "use rmcp::transport::SseServer;",
+            "use std::time::Duration;",
+        ] {
+            assert!(out.contains(kept), "{kept}\n{out}");
+        }
+        // `fmt` is named only in what is blanked; `_` and `HashMap` nowhere.
+        for gone in ["use std::fmt;", "Write as _", "HashMap", "quiet()"] {
+            assert!(!out.contains(gone), "{gone}\n{out}");
+        }
         syn::parse_file(&out).unwrap();
     }
 

@@ -32,10 +32,10 @@ pub(super) struct Let {
 /// relevant `let`, a peer-typed parameter or field, a closure parameter, an `if let`, `for` or
 /// `match` arm pattern binds. Otherwise `let x = parse(input)?;` becomes `let x              ;`:
 /// the name stays bound (shadowing an outer peer as before), as nothing the walk can use.
-pub(super) fn prune_lets(tokens: &Tokens<'_>, blanking: &mut Blanking) {
-    if blanking.lets.is_empty() {
-        return;
-    }
+///
+/// Returns the names that what is kept spells outside `use` items without a trigger word (for
+/// [`super::uses`]).
+pub(super) fn prune_lets<'t>(tokens: &Tokens<'t>, blanking: &mut Blanking) -> HashSet<&'t str> {
     let is_blank = |bytes: &Option<Vec<u8>>, token: &Token| {
         bytes
             .as_ref()
@@ -47,11 +47,17 @@ pub(super) fn prune_lets(tokens: &Tokens<'_>, blanking: &mut Blanking) {
         in_let[binding.first..=binding.last].fill(true);
         let_keyword[binding.keyword] = true;
     }
+    for &(first, last) in &blanking.uses {
+        in_let[first..=last].fill(true);
+    }
     let mut needed: HashSet<&str> = HashSet::default();
     for (token, inside) in tokens.list.iter().zip(&in_let) {
         if !inside && !is_blank(&blanking.bytes, token) {
             needed.extend(tokens.name(token));
         }
+    }
+    if blanking.lets.is_empty() {
+        return needed;
     }
     // Which `let`s may bind a peer or a state, whatever is needed: a fixpoint over their names.
     let mut bound = bound_elsewhere(tokens, &let_keyword, blanking.bytes.as_deref());
@@ -120,10 +126,12 @@ pub(super) fn prune_lets(tokens: &Tokens<'_>, blanking: &mut Blanking) {
             if rest >= binding.last || tokens.list[binding.last].kind != TokenKind::Semi {
                 continue;
             }
+            needed.extend(pattern_names(tokens, binding));
             (tokens.list[rest].start, tokens.list[binding.last].start)
         };
         blank_range(tokens.text, start, end, &mut blanking.bytes);
     }
+    needed
 }
 
 /// Words that make a `let`'s initialiser a possible request state (see `analyzer.rs`:
@@ -380,7 +388,10 @@ fn brace_partners(tokens: &Tokens<'_>) -> Vec<usize> {
 }
 
 /// The names a `let` statement binds: its pattern's words (after `let`, up to its type or `=`).
-fn pattern_names<'t>(tokens: &'t Tokens<'_>, binding: &Let) -> impl Iterator<Item = &'t str> {
+fn pattern_names<'a, 't>(
+    tokens: &'a Tokens<'t>,
+    binding: &Let,
+) -> impl Iterator<Item = &'t str> + 'a {
     tokens.list[binding.keyword + 1..binding.rest]
         .iter()
         .filter_map(|token| tokens.name(token))
