@@ -84,7 +84,8 @@ struct Split<'t> {
     balanced: bool,
 }
 
-/// A token that is not whitespace or a plain comment.
+/// A token that is not whitespace or a plain comment. Its kind is tested with `matches!`, not
+/// `==`: `TokenKind`'s derived `PartialEq` is an out-of-line call per token.
 #[derive(Clone, Copy)]
 struct Token {
     kind: TokenKind,
@@ -186,8 +187,9 @@ fn split<'t>(
         if depth == 0 && closed_by_brace {
             closed_by_brace = false;
             // `if .. { } else { }` is one statement.
-            let is_else =
-                statements && token.kind == TokenKind::Ident && tokens.word(&token) == "else";
+            let is_else = statements
+                && matches!(token.kind, TokenKind::Ident)
+                && tokens.word(&token) == "else";
             if is_else
                 || matches!(
                     token.kind,
@@ -195,7 +197,7 @@ fn split<'t>(
                 )
             {
                 let last_item = out.items.pop().expect("closed_by_brace follows a push");
-                if token.kind == TokenKind::Semi {
+                if matches!(token.kind, TokenKind::Semi) {
                     out.items.push(Item {
                         end,
                         last: index,
@@ -248,7 +250,7 @@ fn split<'t>(
             }
             _ => {}
         }
-        if token.kind == TokenKind::Ident && keyword == Some("use") {
+        if matches!(token.kind, TokenKind::Ident) && keyword == Some("use") {
             let word = tokens.word(&token);
             if after_as && word != "_" && hides_trigger {
                 out.aliases.push(word);
@@ -268,7 +270,7 @@ fn split<'t>(
         if item_start.is_none() {
             item_start = Some((start, index));
         }
-        if token.kind == TokenKind::Ident && keyword.is_none() {
+        if matches!(token.kind, TokenKind::Ident) && keyword.is_none() {
             let word = tokens.word(&token);
             if !matches!(
                 word,
@@ -277,7 +279,7 @@ fn split<'t>(
                 keyword = Some(word);
             }
         }
-        if token.kind == TokenKind::Semi {
+        if matches!(token.kind, TokenKind::Semi) {
             if let Some((item_begin, first_token)) = item_start.take() {
                 out.items.push(Item {
                     start: item_begin,
@@ -422,7 +424,7 @@ fn blank_blocks(
 ) {
     let mut index = first;
     while index < last {
-        if tokens.list[index].kind != TokenKind::OpenBrace {
+        if !matches!(tokens.list[index].kind, TokenKind::OpenBrace) {
             index += 1;
             continue;
         }

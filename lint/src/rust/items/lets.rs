@@ -123,7 +123,7 @@ pub(super) fn prune_lets<'t>(tokens: &Tokens<'t>, blanking: &mut Blanking) -> Ha
         } else {
             // `let PATTERN` and the `;`: the type, the initialiser and any `else` go.
             let rest = binding.rest;
-            if rest >= binding.last || tokens.list[binding.last].kind != TokenKind::Semi {
+            if rest >= binding.last || !matches!(tokens.list[binding.last].kind, TokenKind::Semi) {
                 continue;
             }
             needed.extend(pattern_names(tokens, binding));
@@ -161,7 +161,7 @@ fn initialiser_may_bind(
 ) -> bool {
     let rest = &tokens.list[binding.rest..=binding.last];
     let literal_alone = matches!(rest, [eq, literal, _]
-        if eq.kind == TokenKind::Eq && matches!(literal.kind, TokenKind::Literal { .. }));
+        if matches!(eq.kind, TokenKind::Eq) && matches!(literal.kind, TokenKind::Literal { .. }));
     (states && literal_alone)
         || rest
             .iter()
@@ -192,7 +192,7 @@ pub(super) fn pattern_end(tokens: &Tokens<'_>, keyword: usize, last: usize) -> u
             TokenKind::Colon if depth == 0 => {
                 let path = |other: usize| {
                     list.get(other).is_some_and(|token| {
-                        token.kind == TokenKind::Colon
+                        matches!(token.kind, TokenKind::Colon)
                             && (token.end == list[index].start || token.start == list[index].end)
                     })
                 };
@@ -251,7 +251,7 @@ fn bound_elsewhere<'t>(
         match token.kind {
             TokenKind::Ident => match tokens.word(token) {
                 "let" if !let_keyword[index] => {
-                    if let Some(end) = until(index + 1, &|t| t.kind == TokenKind::Eq) {
+                    if let Some(end) = until(index + 1, &|t| matches!(t.kind, TokenKind::Eq)) {
                         bound.extend(names(index + 1..end));
                     }
                 }
@@ -264,7 +264,8 @@ fn bound_elsewhere<'t>(
             },
             // `x: Peer<..>`: the type runs to the next top-level `,`, `)`, `=`, `;`, `{` or `|`.
             TokenKind::Colon => {
-                let colon = |at: Option<&Token>| at.is_some_and(|t| t.kind == TokenKind::Colon);
+                let colon =
+                    |at: Option<&Token>| at.is_some_and(|t| matches!(t.kind, TokenKind::Colon));
                 let single =
                     !colon(index.checked_sub(1).map(|at| &list[at])) && !colon(list.get(index + 1));
                 if single && index > 0 {
@@ -311,7 +312,7 @@ fn bound_elsewhere<'t>(
                         _ => true,
                     };
                 if opens {
-                    if let Some(end) = until(index + 1, &|t| t.kind == TokenKind::Or) {
+                    if let Some(end) = until(index + 1, &|t| matches!(t.kind, TokenKind::Or)) {
                         bound.extend(names(index + 1..end));
                     }
                 }
@@ -319,7 +320,7 @@ fn bound_elsewhere<'t>(
             // `pattern =>`: back to the `,`, `{` or block that ends the previous arm.
             TokenKind::Gt
                 if index > 0
-                    && list[index - 1].kind == TokenKind::Eq
+                    && matches!(list[index - 1].kind, TokenKind::Eq)
                     && list[index - 1].end == token.start =>
             {
                 let mut depth = 0usize;
@@ -333,7 +334,7 @@ fn bound_elsewhere<'t>(
                             let partners = partners.get_or_insert_with(|| brace_partners(tokens));
                             let open = partners[start - 1];
                             if open == usize::MAX
-                                || (open > 0 && list[open - 1].kind == TokenKind::Gt)
+                                || (open > 0 && matches!(list[open - 1].kind, TokenKind::Gt))
                             {
                                 break;
                             }
@@ -351,7 +352,7 @@ fn bound_elsewhere<'t>(
                         TokenKind::Gt
                             if depth == 0
                                 && start >= 2
-                                && list[start - 2].kind == TokenKind::Eq
+                                && matches!(list[start - 2].kind, TokenKind::Eq)
                                 && list[start - 2].end == previous.start =>
                         {
                             break
