@@ -313,7 +313,8 @@ fn fix_with_scaffolds_writes_them_beside_the_handlers() {
 
 /// The pre-filters (skipped files, blanked items, cut `let`s and `use`s) change no fix: the fixes
 /// are made from the blanked file's syntax tree, so a blank where a fix quotes the code (a
-/// scaffold quoting the arguments of a legacy call, `vec![..]` included) would show here.
+/// scaffold quoting the arguments of a legacy call, `vec![..]` included) or where its span starts
+/// (the attributes of a removed `set_level`) would show here.
 #[test]
 fn prefilters_change_no_fix() {
     let dir = tempfile::tempdir().unwrap();
@@ -332,6 +333,13 @@ fn prefilters_change_no_fix() {
          \x20   ServerRequest::CreateMessageRequest(CreateMessageRequest::new(\n\
          \x20       CreateMessageRequestParams::new(vec![SamplingMessage::user_text(\"Summarise the deploy\")], 100),\n\
          \x20   ))\n\
+         }\n\
+         pub struct H;\n\
+         impl rmcp::ServerHandler for H {\n\
+         \x20   #[tracing::instrument(skip_all)]\n\
+         \x20   async fn set_level(&self, request: rmcp::model::SetLevelRequestParams, _context: rmcp::service::RequestContext<rmcp::RoleServer>) -> Result<(), rmcp::ErrorData> {\n\
+         \x20       Ok(())\n\
+         \x20   }\n\
          }\n",
     )
     .unwrap();
