@@ -118,6 +118,8 @@ pub struct FileContext<'a> {
     pub uses: &'a UseMap,
     /// The crate depends on the SDK, or the file names it: name-only rules may fire.
     pub sdk_active: bool,
+    /// The file may check a request state (`super::checks_state`): bindings' states matter.
+    pub states: bool,
 }
 
 pub struct Analyzer<'a> {
@@ -310,7 +312,10 @@ impl<'a> Analyzer<'a> {
         Binding {
             peer: ty.is_some_and(|ty| self.is_peer_type(ty))
                 || init.is_some_and(|init| self.is_peer_expr(init)),
-            state: init.map_or(StateKind::Unknown, |init| self.state_kind(init)),
+            state: match init {
+                Some(init) if self.cx.states => self.state_kind(init),
+                _ => StateKind::Unknown,
+            },
         }
     }
 

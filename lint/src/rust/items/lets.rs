@@ -61,9 +61,7 @@ pub(super) fn prune_lets<'t>(tokens: &Tokens<'t>, blanking: &mut Blanking) -> Ha
     }
     // Which `let`s may bind a peer or a state, whatever is needed: a fixpoint over their names.
     let mut bound = bound_elsewhere(tokens, &let_keyword, blanking.bytes.as_deref());
-    let states = STATE_CHECKS
-        .iter()
-        .any(|word| memchr::memmem::find(tokens.text.as_bytes(), word.as_bytes()).is_some());
+    let states = crate::rust::checks_state(tokens.text);
     let mut relevant: Vec<bool> = blanking
         .lets
         .iter()
@@ -145,11 +143,6 @@ const STATE_WORDS: &[&str] = &[
     "format",
     "from",
 ];
-
-/// The words without which no request state is checked (`InputRequiredResult::new`,
-/// `from_request_state`, a `request_state` field, a `"requestState"` key): in a file that holds
-/// none, a binding's state is never read.
-const STATE_CHECKS: &[&str] = &["InputRequired", "request_state", "requestState"];
 
 /// Whether the type or initialiser of `binding` may make its names a peer or, when `states`,
 /// a request state.
