@@ -25,6 +25,17 @@ impl SourceFile {
         })
     }
 
+    /// `text`, a copy of this file with some bytes other than line breaks replaced (the same
+    /// lines): the line index is copied, not rebuilt.
+    pub fn with_same_lines(&self, text: String) -> Arc<Self> {
+        debug_assert_eq!(text.len(), self.text.len());
+        Arc::new(SourceFile {
+            path: self.path.clone(),
+            text,
+            line_starts: self.line_starts.clone(),
+        })
+    }
+
     /// The byte offset of a 1-based line and a 0-based column counted in `char`s, as
     /// `proc_macro2::LineColumn` reports them. Out-of-range positions clamp to the text.
     pub fn offset(&self, line: usize, char_column: usize) -> usize {

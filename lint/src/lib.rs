@@ -21,6 +21,7 @@ pub mod scaffold;
 pub mod suppress;
 pub mod walk;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -48,8 +49,24 @@ pub struct Outcome {
 /// out one at a time, so that a crate full of matching files does not end up on one worker.
 pub fn lint(targets: &Targets, config: &Config, use_prefilter: bool) -> Outcome {
     let cwd = std::env::current_dir().unwrap_or_default();
+    // The manifests that name rmcp are parsed once, in parallel: for the crate index (its SDK
+    // names) and for their own rules.
+    let parsed: HashMap<&Path, manifest::ParsedManifest> = targets
+        .manifests
+        .par_iter()
+        .filter_map(|path| {
+            let text = targets.manifest_texts.get(path.as_path())?;
+            text.contains(manifest::RMCP).then(|| {
+                let display = display_path(path, &cwd);
+                (
+                    path.as_path(),
+                    manifest::Manifest::parse(path, display, text.clone()),
+                )
+            })
+        })
+        .collect();
     // One manifest lookup per directory, from the texts the walk read.
-    let mut index = CrateIndex::with_texts(&targets.manifest_texts);
+    let mut index = CrateIndex::with_texts(&targets.manifest_texts).with_parsed(&parsed);
     let contexts: Vec<Arc<rust::CrateContext>> = targets
         .rust_files
         .iter()
@@ -77,7 +94,11 @@ pub fn lint(targets: &Targets, config: &Config, use_prefilter: bool) -> Outcome 
                 .filter(|path| !targets.is_excluded(path, config))
                 .map(|path| {
                     let text = targets.manifest_texts.get(path.as_path());
-                    lint_manifest(path, text, &display_path(path, &cwd), config, use_prefilter)
+                    let display = display_path(path, &cwd);
+                    match parsed.get(path.as_path()) {
+                        Some(manifest) => check_manifest(manifest, path, config),
+                        None => lint_manifest(path, text, &display, config, use_prefilter),
+                    }
                 })
                 .collect::<Vec<FileResult>>()
         },
@@ -288,6 +309,11 @@ fn lint_manifest(
         Some(text) => manifest::Manifest::parse(path, display.to_path_buf(), text.clone()),
         None => manifest::Manifest::read(path, display.to_path_buf()),
     };
+    check_manifest(&manifest, path, config)
+}
+
+/// The findings of a parsed manifest (or its parse error).
+fn check_manifest(manifest: &manifest::ParsedManifest, path: &Path, config: &Config) -> FileResult {
     match manifest {
         Ok(manifest) => {
             let diagnostics = manifest.check();
@@ -301,7 +327,7 @@ fn lint_manifest(
             )
         }
         Err(error) => {
-            let diagnostic = error.into_diagnostic();
+            let diagnostic = error.clone().into_diagnostic();
             let file = diagnostic.file.clone();
             finish(
                 &file,

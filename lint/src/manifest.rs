@@ -46,8 +46,11 @@ pub struct Manifest {
     pub sdk_dependencies: Vec<SdkDependency>,
 }
 
+/// A manifest as [`Manifest::parse`] left it.
+pub type ParsedManifest = Result<Manifest, ManifestError>;
+
 /// A manifest that is not valid TOML.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("{path} is not valid TOML: {message}")]
 pub struct ManifestError {
     pub path: PathBuf,

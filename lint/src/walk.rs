@@ -6,7 +6,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::manifest::Manifest;
+use crate::manifest::{Manifest, ParsedManifest};
 use crate::rust::CrateContext;
 
 /// The files of one run.
@@ -163,6 +163,8 @@ pub struct CrateIndex<'t> {
     by_dir: HashMap<PathBuf, Option<Arc<CrateContext>>>,
     /// Manifest texts already read (by the walk); others are read from disk.
     texts: Option<&'t HashMap<PathBuf, String>>,
+    /// Manifests already parsed (those of the walk that name rmcp); others are parsed here.
+    parsed: Option<&'t HashMap<&'t Path, ParsedManifest>>,
     /// Manifests that could not be parsed while looking for context (reported if linted).
     pub package_dirs: BTreeSet<PathBuf>,
 }
@@ -173,6 +175,14 @@ impl<'t> CrateIndex<'t> {
         CrateIndex {
             texts: Some(texts),
             ..CrateIndex::default()
+        }
+    }
+
+    /// The same index, taking parsed manifests from `parsed` when it has them.
+    pub fn with_parsed(self, parsed: &'t HashMap<&'t Path, ParsedManifest>) -> Self {
+        CrateIndex {
+            parsed: Some(parsed),
+            ..self
         }
     }
 
@@ -206,8 +216,22 @@ impl<'t> CrateIndex<'t> {
                     }
                     continue;
                 }
-                let text = text.into_owned();
-                if let Ok(manifest) = Manifest::parse(&manifest_path, manifest_path.clone(), text) {
+                let owned;
+                let parsed = match self
+                    .parsed
+                    .and_then(|parsed| parsed.get(manifest_path.as_path()))
+                {
+                    Some(parsed) => parsed,
+                    None => {
+                        owned = Manifest::parse(
+                            &manifest_path,
+                            manifest_path.clone(),
+                            text.into_owned(),
+                        );
+                        &owned
+                    }
+                };
+                if let Ok(manifest) = parsed {
                     if manifest.package_name.is_some() {
                         self.package_dirs.insert(dir.to_path_buf());
                         found = Some(Arc::new(CrateContext {

@@ -310,3 +310,62 @@ fn fix_with_scaffolds_writes_them_beside_the_handlers() {
         "one impl per original impl"
     );
 }
+
+/// The pre-filters (skipped files, blanked items, cut `let`s and `use`s) change no fix: the fixes
+/// are made from the blanked file's syntax tree, so a blank where a fix quotes the code (a
+/// scaffold quoting the arguments of a legacy call, `vec![..]` included) or where its span starts
+/// (the attributes of a removed `set_level`) would show here.
+#[test]
+fn prefilters_change_no_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    std::fs::write(
+        dir.path().join("Cargo.toml"),
+        "[package]\nname = \"x\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nrmcp = \"0.8\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("src/lib.rs"),
+        "use rmcp::model::{CreateMessageRequest, CreateMessageRequestParams, SamplingMessage, ServerRequest};\n\
+         use std::fmt::Write as _;\n\
+         pub fn ask(topic: &str) -> ServerRequest {\n\
+         \x20   let label = format!(\"{topic}\");\n\
+         \x20   ServerRequest::CreateMessageRequest(CreateMessageRequest::new(\n\
+         \x20       CreateMessageRequestParams::new(vec![SamplingMessage::user_text(\"Summarise the deploy\")], 100),\n\
+         \x20   ))\n\
+         }\n\
+         pub struct H;\n\
+         impl rmcp::ServerHandler for H {\n\
+         \x20   #[tracing::instrument(skip_all)]\n\
+         \x20   async fn set_level(&self, request: rmcp::model::SetLevelRequestParams, _context: rmcp::service::RequestContext<rmcp::RoleServer>) -> Result<(), rmcp::ErrorData> {\n\
+         \x20       Ok(())\n\
+         \x20   }\n\
+         }\n",
+    )
+    .unwrap();
+    let fixtures = workspace_root().join("tests/fixtures/lint");
+    for root in [dir.path().to_path_buf(), fixtures] {
+        let targets = cargo_mcp_lint::walk::path_targets(std::slice::from_ref(&root)).unwrap();
+        let render = |use_prefilter: bool| -> Vec<String> {
+            let config = cargo_mcp_lint::config::Config::default();
+            cargo_mcp_lint::lint(&targets, &config, use_prefilter)
+                .diagnostics
+                .iter()
+                .map(|d| format!("{} {:?} {:?}", d.file.path.display(), d.span, d.fix))
+                .collect()
+        };
+        let filtered = render(true);
+        assert!(
+            filtered.iter().any(|d| d.contains("Some(")),
+            "{}",
+            root.display()
+        );
+        assert_eq!(filtered, render(false), "{}", root.display());
+        if root == dir.path() {
+            assert!(
+                filtered.iter().any(|d| d.contains("Summarise the deploy")),
+                "{filtered:#?}"
+            );
+        }
+    }
+}

@@ -7,7 +7,7 @@
 //! not recognised is not reported (a documented blind spot), so that `create_message` on a mail
 //! or LSP client never is.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::Arc;
 
 use mcp_migrate_rules::RuleId;
@@ -32,7 +32,7 @@ const MRTR_HANDLERS: &[&str] = &["call_tool", "get_prompt", "read_resource"];
 const MRTR_METHODS: &[&str] = &["tools/call", "prompts/get", "resources/read"];
 
 /// Type names that stand for an rmcp peer (or something that derefs to one).
-const PEER_TYPES: &[&str] = &[
+pub(super) const PEER_TYPES: &[&str] = &[
     "Peer",
     "RequestContext",
     "NotificationContext",
@@ -118,6 +118,8 @@ pub struct FileContext<'a> {
     pub uses: &'a UseMap,
     /// The crate depends on the SDK, or the file names it: name-only rules may fire.
     pub sdk_active: bool,
+    /// The file may check a request state (`super::checks_state`): bindings' states matter.
+    pub states: bool,
 }
 
 pub struct Analyzer<'a> {
@@ -147,14 +149,14 @@ impl<'a> Analyzer<'a> {
         Analyzer {
             out: Reporter::new(cx.file),
             cx,
-            scopes: vec![HashMap::new()],
-            peer_fields: HashSet::new(),
+            scopes: vec![HashMap::default()],
+            peer_fields: HashSet::default(),
             match_peer: Vec::new(),
             closure_peer: false,
             impls: Vec::new(),
             server_method: None,
             arm_literals: Vec::new(),
-            elicitation_types: HashSet::new(),
+            elicitation_types: HashSet::default(),
             secret_fields: Vec::new(),
         }
     }
@@ -208,7 +210,7 @@ impl<'a> Analyzer<'a> {
     }
 
     fn with_scope(&mut self, inner: impl FnOnce(&mut Self)) {
-        self.scopes.push(HashMap::new());
+        self.scopes.push(HashMap::default());
         inner(self);
         self.scopes.pop();
     }
@@ -310,7 +312,10 @@ impl<'a> Analyzer<'a> {
         Binding {
             peer: ty.is_some_and(|ty| self.is_peer_type(ty))
                 || init.is_some_and(|init| self.is_peer_expr(init)),
-            state: init.map_or(StateKind::Unknown, |init| self.state_kind(init)),
+            state: match init {
+                Some(init) if self.cx.states => self.state_kind(init),
+                _ => StateKind::Unknown,
+            },
         }
     }
 
@@ -505,6 +510,23 @@ impl<'a> Analyzer<'a> {
                 self.report(&symbols::secret_field(&owner, &field), span);
             }
         }
+    }
+
+    /// Whether a macro call (its name and body) may hold a finding: it spells a trigger word, or
+    /// an import alias that hides one. Re-parsing the bodies that cannot (`tracing::info!(..)`,
+    /// `anyhow!(..)`, a `json!` without a trigger word) was a tenth of the walk.
+    fn macro_may_match(&self, mac: &syn::Macro) -> bool {
+        let span = crate::diagnostic::ByteSpan::from_proc_macro(self.cx.file, mac.span());
+        let Some(text) = self.cx.file.text.get(span.start..span.end) else {
+            return true;
+        };
+        crate::prefilter::item_may_match(text.as_bytes())
+            || self
+                .cx
+                .uses
+                .trigger_aliases
+                .iter()
+                .any(|alias| text.contains(alias.as_str()))
     }
 
     fn visit_fragments(&mut self, tokens: proc_macro2::TokenStream) {
@@ -902,8 +924,10 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
         match last_ident(&mac.path) {
             Some("macro_rules") => {}
             Some("json") => {
-                let json = Json::parse(mac.tokens.clone());
-                self.check_json(&json);
+                if self.macro_may_match(mac) {
+                    let json = Json::parse(mac.tokens.clone());
+                    self.check_json(&json);
+                }
             }
             Some("matches") => {
                 // `matches!(request, ClientRequest::SubscribeRequest(_) | ..)`: an expression
@@ -930,7 +954,11 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
                     }
                 }
             }
-            _ => self.visit_fragments(mac.tokens.clone()),
+            _ => {
+                if self.macro_may_match(mac) {
+                    self.visit_fragments(mac.tokens.clone());
+                }
+            }
         }
         visit::visit_macro(self, mac);
     }

@@ -5,7 +5,7 @@
 //! (`pub use rmcp;` in a wrapper crate, `use crate::mcp::Peer`), glob imports of anything but the
 //! SDK, and the types of expressions (there is no type inference; see `analyzer.rs`).
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use proc_macro2::Span;
 use syn::visit::Visit;
@@ -33,6 +33,8 @@ pub struct UseMap {
     sdk_glob: bool,
     /// Every import, in source order, for the rules that report at the `use` site.
     pub imports: Vec<Import>,
+    /// Local names that hide a trigger word (`use rmcp::model::ContextInclusion as Ctx;`).
+    pub trigger_aliases: Vec<String>,
 }
 
 /// A path after resolution.
@@ -70,6 +72,16 @@ impl UseMap {
             item: 0,
         };
         collector.visit_file(file);
+        map.trigger_aliases = map
+            .names
+            .iter()
+            .filter(|(local, path)| {
+                path.last().is_some_and(|last| {
+                    last != *local && crate::prefilter::item_may_match(last.as_bytes())
+                })
+            })
+            .map(|(local, _)| local.clone())
+            .collect();
         map
     }
 

@@ -10,13 +10,20 @@
 //! Blanking replaces every byte of a skipped item except line breaks with a space, so lines,
 //! columns and byte offsets of what is left are those of the original file and the findings need
 //! no mapping. Kept whatever their words: `use` items (name resolution), `struct`, `static` and
-//! `const` items (peer-typed fields and statics, secret-looking fields); `let` statements when
-//! they bind a name that something kept spells (peer bindings, shadowing). The file is lexed once and the trigger words found in one automaton
-//! pass; every level works on those. The split is a lexer's approximation of the grammar; when
+//! `const` items (peer-typed fields and statics, secret-looking fields). The `let` statements are
+//! decided last ([`lets`]): blanked, cut down to `let PATTERN;` (the name stays bound, for
+//! shadowing) or kept whole (it may bind a peer or a request state). The file is lexed once and
+//! the trigger words found in one automaton pass; every level works on those. The split is a lexer's approximation of the grammar; when
 //! the blanked text does not parse, the caller parses the original, so the approximation can
 //! cost time, never findings.
 
 use ra_ap_rustc_lexer::{tokenize, FrontmatterAllowed, TokenKind};
+
+mod lets;
+mod uses;
+
+use lets::{pattern_end, prune_lets, Let};
+use uses::prune_uses;
 
 /// What one lexer pass learns about a file.
 pub struct Scan {
@@ -26,9 +33,9 @@ pub struct Scan {
     pub masked: Option<String>,
 }
 
-/// Keywords that start an item kept whatever its words (for `let` statements, see
-/// [`prune_lets`]).
-const ALWAYS_KEPT: &[&str] = &["use", "struct", "static", "const", "extern"];
+/// Keywords that start an item kept whatever its words (for `let` statements, see [`lets`]; for
+/// `use` items, [`uses`]).
+const ALWAYS_KEPT: &[&str] = &["struct", "static", "const", "extern"];
 
 /// Keywords of the statements a `}` may end (with no `;`): blocks, control flow, nested items.
 /// Any other statement that reaches a `}` at its top level (`S { .. }.f();`, `m! { .. }`) runs
@@ -77,7 +84,8 @@ struct Split<'t> {
     balanced: bool,
 }
 
-/// A token that is not whitespace or a plain comment.
+/// A token that is not whitespace or a plain comment. Its kind is tested with `matches!`, not
+/// `==`: `TokenKind`'s derived `PartialEq` is an out-of-line call per token.
 #[derive(Clone, Copy)]
 struct Token {
     kind: TokenKind,
@@ -179,8 +187,9 @@ fn split<'t>(
         if depth == 0 && closed_by_brace {
             closed_by_brace = false;
             // `if .. { } else { }` is one statement.
-            let is_else =
-                statements && token.kind == TokenKind::Ident && tokens.word(&token) == "else";
+            let is_else = statements
+                && matches!(token.kind, TokenKind::Ident)
+                && tokens.word(&token) == "else";
             if is_else
                 || matches!(
                     token.kind,
@@ -188,7 +197,7 @@ fn split<'t>(
                 )
             {
                 let last_item = out.items.pop().expect("closed_by_brace follows a push");
-                if token.kind == TokenKind::Semi {
+                if matches!(token.kind, TokenKind::Semi) {
                     out.items.push(Item {
                         end,
                         last: index,
@@ -241,7 +250,7 @@ fn split<'t>(
             }
             _ => {}
         }
-        if token.kind == TokenKind::Ident && keyword == Some("use") {
+        if matches!(token.kind, TokenKind::Ident) && keyword == Some("use") {
             let word = tokens.word(&token);
             if after_as && word != "_" && hides_trigger {
                 out.aliases.push(word);
@@ -261,7 +270,7 @@ fn split<'t>(
         if item_start.is_none() {
             item_start = Some((start, index));
         }
-        if token.kind == TokenKind::Ident && keyword.is_none() {
+        if matches!(token.kind, TokenKind::Ident) && keyword.is_none() {
             let word = tokens.word(&token);
             if !matches!(
                 word,
@@ -270,7 +279,7 @@ fn split<'t>(
                 keyword = Some(word);
             }
         }
-        if token.kind == TokenKind::Semi {
+        if matches!(token.kind, TokenKind::Semi) {
             if let Some((item_begin, first_token)) = item_start.take() {
                 out.items.push(Item {
                     start: item_begin,
@@ -302,7 +311,8 @@ pub fn scan(text: &str, max_depth: usize, mask: bool) -> Scan {
     }
     let mut blanking = Blanking::default();
     blank(&tokens, &top.items, &top.aliases, &mut blanking);
-    prune_lets(&tokens, &mut blanking);
+    let needed = prune_lets(&tokens, &mut blanking);
+    prune_uses(&tokens, &mut blanking, &needed);
     let mut masked = blanking.bytes;
     for token in &tokens.list {
         let doc = matches!(
@@ -331,97 +341,8 @@ pub fn scan(text: &str, max_depth: usize, mask: bool) -> Scan {
 struct Blanking {
     bytes: Option<Vec<u8>>,
     lets: Vec<Let>,
-}
-
-/// A `let` statement in a kept block: its tokens, and whether it may itself hold a finding.
-struct Let {
-    first: usize,
-    last: usize,
-    may_match: bool,
-}
-
-/// Blanks the `let` statements that can matter to no finding. A binding matters to the analyzer
-/// (a peer, a request state) only through its name, so a `let` is kept when it may hold a
-/// finding itself, or binds a name that a kept token spells — the names of a kept `let` count
-/// too, until nothing changes. Names are compared as words, whatever the scope: shadowing and
-/// chains (`let p = ctx.peer.clone(); let q = p;`) keep every `let` they pass through.
-fn prune_lets(tokens: &Tokens<'_>, blanking: &mut Blanking) {
-    if blanking.lets.is_empty() {
-        return;
-    }
-    let is_blank = |bytes: &Option<Vec<u8>>, token: &Token| {
-        bytes
-            .as_ref()
-            .is_some_and(|bytes| bytes[token.start] == b' ')
-    };
-    let mut in_let = vec![false; tokens.list.len()];
-    for binding in &blanking.lets {
-        in_let[binding.first..=binding.last].fill(true);
-    }
-    let mut needed: std::collections::HashSet<&str> = tokens
-        .list
-        .iter()
-        .zip(&in_let)
-        .filter(|(token, inside)| !**inside && !is_blank(&blanking.bytes, token))
-        .filter_map(|(token, _)| tokens.name(token))
-        .collect();
-    let mut kept = vec![false; blanking.lets.len()];
-    loop {
-        let mut changed = false;
-        for (binding, kept) in blanking.lets.iter().zip(&mut kept) {
-            if *kept
-                || !(binding.may_match
-                    || pattern_names(tokens, binding).any(|name| needed.contains(name)))
-            {
-                continue;
-            }
-            *kept = true;
-            changed = true;
-            for token in &tokens.list[binding.first..=binding.last] {
-                if !is_blank(&blanking.bytes, token) {
-                    needed.extend(tokens.name(token));
-                }
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
-    for (binding, kept) in blanking.lets.iter().zip(kept) {
-        if !kept {
-            let start = tokens.list[binding.first].start;
-            let end = tokens.list[binding.last].end;
-            blank_range(tokens.text, start, end, &mut blanking.bytes);
-        }
-    }
-}
-
-/// The words of a `let` statement's pattern (and type): its tokens after `let`, up to the first
-/// top-level `=`.
-fn pattern_names<'t>(tokens: &'t Tokens<'_>, binding: &Let) -> impl Iterator<Item = &'t str> {
-    let list = &tokens.list[binding.first..=binding.last];
-    let start = list
-        .iter()
-        .position(|token| tokens.word(token) == "let")
-        .map_or(0, |at| at + 1);
-    let mut depth = 0usize;
-    let end = list[start..]
-        .iter()
-        .position(|token| {
-            match token.kind {
-                TokenKind::OpenParen | TokenKind::OpenBracket | TokenKind::OpenBrace => depth += 1,
-                TokenKind::CloseParen | TokenKind::CloseBracket | TokenKind::CloseBrace => {
-                    depth = depth.saturating_sub(1)
-                }
-                TokenKind::Eq if depth == 0 => return true,
-                _ => {}
-            }
-            false
-        })
-        .map_or(list.len(), |end| start + end);
-    list[start..end]
-        .iter()
-        .filter_map(|token| tokens.name(token))
+    /// The `use` items without a trigger word: `(first, last)` tokens.
+    uses: Vec<(usize, usize)>,
 }
 
 /// Replaces `text[start..end]` with spaces, line breaks kept, in the (lazily made) copy.
@@ -439,6 +360,13 @@ fn blank_range(text: &str, start: usize, end: usize, masked: &mut Option<Vec<u8>
 fn blank(tokens: &Tokens<'_>, items: &[Item<'_>], aliases: &[&str], masked: &mut Blanking) {
     let text = tokens.text;
     for item in items {
+        if item.keyword == "use" {
+            // Decided last too (see `uses.rs`), by the names the rest of what is kept spells.
+            if !tokens.has_trigger(item.start, item.end) {
+                masked.uses.push((item.first, item.last));
+            }
+            continue;
+        }
         if ALWAYS_KEPT.contains(&item.keyword) {
             continue;
         }
@@ -450,8 +378,13 @@ fn blank(tokens: &Tokens<'_>, items: &[Item<'_>], aliases: &[&str], masked: &mut
         if item.keyword == "let" {
             // Decided once the whole file is split (see `prune_lets`); meanwhile the blocks
             // of `let x = match y { A => { .. } }` are split like any other.
+            let keyword = (item.first..=item.last)
+                .find(|&index| tokens.word(&tokens.list[index]) == "let")
+                .unwrap_or(item.first);
             masked.lets.push(Let {
                 first: item.first,
+                keyword,
+                rest: pattern_end(tokens, keyword, item.last),
                 last: item.last,
                 may_match,
             });
@@ -491,7 +424,7 @@ fn blank_blocks(
 ) {
     let mut index = first;
     while index < last {
-        if tokens.list[index].kind != TokenKind::OpenBrace {
+        if !matches!(tokens.list[index].kind, TokenKind::OpenBrace) {
             index += 1;
             continue;
         }
@@ -550,6 +483,14 @@ fn body_start(tokens: &Tokens<'_>, item: &Item<'_>) -> Option<usize> {
 mod tests {
     use super::*;
 
+    /// `text` with each run of spaces made one.
+    fn squeeze(text: &str) -> String {
+        text.split(' ')
+            .filter(|part| !part.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     fn masked(text: &str) -> String {
         scan(text, 256, true)
             .masked
@@ -558,11 +499,11 @@ mod tests {
 
     #[test]
     fn items_without_trigger_words_are_blanked_in_place() {
-        let text = "use std::fmt;\n\n/// Adds.\n#[inline]\nfn add(a: u8) -> u8 {\n    a + 1\n}\n\nasync fn ask(peer: Peer) {\n    peer.create_message(p).await;\n}\n";
+        let text = "use rmcp::Peer;\n\n/// Adds.\n#[inline]\nfn add(a: u8) -> u8 {\n    a + 1\n}\n\nasync fn ask(peer: Peer) {\n    peer.create_message(p).await;\n}\n";
         let out = masked(text);
         assert_eq!(out.len(), text.len());
         assert_eq!(out.lines().count(), text.lines().count());
-        assert!(out.starts_with("use std::fmt;"));
+        assert!(out.starts_with("use rmcp::Peer;"));
         assert!(!out.contains("fn add"));
         assert!(!out.contains("Adds"));
         assert!(out.contains("peer.create_message(p).await;"));
@@ -627,15 +568,43 @@ mod tests {
         for kept in [
             "let p = ctx.peer.clone();",
             "let q = p;",
-            "let r#ref = 1;",
-            // Shadows a name that a kept `let` reads: kept, whatever the scope.
-            "let p = other();",
             "let noisy = x.create_message(m);",
         ] {
             assert!(out.contains(kept), "{kept}");
         }
+        // Read, but bound to nothing that can be a peer: the name stays bound, shadowing as
+        // before, and nothing else of the statement is parsed.
+        let squeezed = squeeze(&out);
+        assert!(squeezed.contains("let r#ref ;"), "{out}");
+        assert!(squeezed.contains("let p ;"), "{out}");
         assert!(!out.contains("unused"), "{out}");
         syn::parse_file(&out).unwrap();
+    }
+
+    #[test]
+    fn lets_keep_their_initialiser_when_it_may_bind_a_peer_or_a_state() {
+        let text = "struct S { client_peer: Arc<Mutex<Option<Peer<RoleServer>>>> }\nfn f(s: S, ctx: RequestContext<RoleServer>, opt: Option<u8>) {\n    let c = ctx;\n    let f = s.client_peer.lock();\n    let typed: Peer<RoleServer> = make();\n    let label = name.to_string();\n    let Some(x) = opt else { return };\n    let arm = match opt { Some(found) => 1, None => 2 };\n    let via_arm = found;\n    items.iter().for_each(|item| { let from_closure = item; from_closure.list_roots(); });\n    c.list_roots(); f.list_roots(); typed.list_roots(); x.list_roots(); via_arm.list_roots();\n    label.list_roots(); arm.list_roots();\n}\n";
+        let out = masked(text);
+        for kept in [
+            "let c = ctx;",
+            "let f = s.client_peer.lock();",
+            "let typed: Peer<RoleServer> = make();",
+            "let via_arm = found;",
+            "let from_closure = item;",
+        ] {
+            assert!(out.contains(kept), "{kept}\n{out}");
+        }
+        // No request state is checked in this file: `to_string` makes nothing here.
+        let squeezed = squeeze(&out);
+        for cut in ["let label ;", "let Some(x) ;"] {
+            assert!(squeezed.contains(cut), "{cut}\n{out}");
+        }
+        syn::parse_file(&out).unwrap();
+        // Where a request state is checked, a state-making call keeps its `let`.
+        let text = "fn g() -> R {\n    let label = name.to_string();\n    let lit = \"abc\";\n    InputRequiredResult::new(requests, label).with(lit)\n}\n";
+        let out = masked(text);
+        assert!(out.contains("let label = name.to_string();"), "{out}");
+        assert!(out.contains("let lit = \"abc\";"), "{out}");
     }
 
     #[test]
@@ -657,6 +626,30 @@ mod tests {
         assert!(out.contains("async fn on_roots_list_changed(&self) {}"));
         assert!(!out.contains("quiet"));
         assert!(out.contains("fn loud(p: Peer) { p.list_roots(); }"));
+        syn::parse_file(&out).unwrap();
+    }
+
+    #[test]
+    fn imports_stay_when_what_is_kept_names_them() {
+        let text = "use std::fmt;\nuse std::sync::{Arc, Mutex};\nuse std::io::Write as _;\nuse rmcp as mcp;\nuse rmcp::model::*;\nuse crate::hub::{self, Hub};\nuse rmcp::service::{Peer as P, RoleServer};\nuse rmcp::transport::SseServer;\nfn quiet() { fmt::write(); }\nfn ask(peer: P) -> Arc<u8> {\n    use std::time::Duration;\n    use std::collections::HashMap;\n    hub::go(1).list_roots();\n    quiet();\n    peer.list_roots(Duration::ZERO)\n}\n";
+        let out = masked(text);
+        for kept in [
+            "use std::sync::{Arc, Mutex};",
+            "use rmcp as mcp;",
+            "use rmcp::model::*;",
+            "use crate::hub::{self, Hub};",
+            "fn ask(peer: P) -> Arc<u8> {",
+            "use rmcp::service::{Peer as P, RoleServer};",
+            // A trigger word: reported at the import.
+            "use rmcp::transport::SseServer;",
+            "use std::time::Duration;",
+        ] {
+            assert!(out.contains(kept), "{kept}\n{out}");
+        }
+        // `fmt` is named only in what is blanked; `_` and `HashMap` nowhere.
+        for gone in ["use std::fmt;", "Write as _", "HashMap", "quiet()"] {
+            assert!(!out.contains(gone), "{gone}\n{out}");
+        }
         syn::parse_file(&out).unwrap();
     }
 

@@ -76,7 +76,7 @@ pub fn lint_file_parsed(
     if let Some(masked) = scan.masked {
         // The skipped items are blanks of the same length: offsets are the original file's.
         if let Ok(syntax) = syn::parse_file(&masked) {
-            let blanked = SourceFile::new(file.path.clone(), masked);
+            let blanked = file.with_same_lines(masked);
             let diagnostics = lint_syntax(&blanked, &file.text, &syntax, crate_context)
                 .into_iter()
                 .map(|mut diagnostic| {
@@ -160,6 +160,18 @@ pub fn is_edition_2015(manifest: &std::path::Path) -> bool {
     }
 }
 
+/// The words without which no request state is checked (`InputRequiredResult::new`,
+/// `from_request_state`, a `request_state` field, a `"requestState"` key).
+const STATE_CHECKS: &[&str] = &["InputRequired", "request_state", "requestState"];
+
+/// Whether `text` may check a request state: in a file that spells none of [`STATE_CHECKS`], a
+/// binding's state is never read (so neither `items.rs` nor the walk work it out).
+pub(crate) fn checks_state(text: &str) -> bool {
+    STATE_CHECKS
+        .iter()
+        .any(|word| memchr::memmem::find(text.as_bytes(), word.as_bytes()).is_some())
+}
+
 /// Walks `syntax`, parsed from `file` (spans); `text` is the whole file as written, where naming
 /// the SDK makes the name-only rules apply.
 fn lint_syntax(
@@ -180,6 +192,7 @@ fn lint_syntax(
         file,
         uses: &uses,
         sdk_active,
+        states: checks_state(text),
     })
     .run(syntax)
 }

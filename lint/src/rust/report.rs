@@ -7,7 +7,7 @@
 //! import is only worth reporting when the file has no use of that rule to point at: the use is
 //! where the change happens, and the import goes with it.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::Arc;
 
 use mcp_migrate_rules::RuleId;
@@ -59,10 +59,10 @@ impl<'a> Reporter<'a> {
             file,
             diagnostics: Vec::new(),
             at_import: Vec::new(),
-            seen: HashSet::new(),
+            seen: HashSet::default(),
             units: Vec::new(),
             next_unit: 0,
-            reporting: HashMap::new(),
+            reporting: HashMap::default(),
         }
     }
 
