@@ -13,6 +13,8 @@
 //! Modes:
 //! - `direct`: legacy 2025-11-25 Streamable HTTP straight to the legacy server; each connection
 //!   initializes its own session first, then sends `tools/call echo` back to back.
+//!   With `--get-stream 1` each session also keeps its standalone GET stream open (as SDK
+//!   clients and the proxy's lanes do).
 //! - `direct-elicit`: legacy `ask_name` straight to the legacy server, answered like a legacy
 //!   client does: the `tools/call` POST (SSE response kept open), the `elicitation/create` read
 //!   from the session's standalone GET stream (where rmcp 2.2 sends it), the answer POSTed
@@ -131,6 +133,8 @@ struct Args {
     /// `--hold-paused N` (`proxy` mode): before the run, N `test_elicitation` calls are paused
     /// (answered `input_required`) and never retried, so they stay paused throughout.
     hold_paused: usize,
+    /// `--get-stream 1` (`direct` mode): each session also holds its standalone GET stream open.
+    get_stream: bool,
     /// `--command` (split at whitespace): the stdio peer of the `stdio*` modes.
     command: Vec<String>,
     /// That peer, started once and shared by every connection.
@@ -140,7 +144,7 @@ struct Args {
 const USAGE: &str = "usage: proxy_load --mode direct|direct-elicit|proxy|mrtr --url URL[,URL...] \
 [--retry-url URL[,URL...]] | --mode stdio|stdio-direct --command 'CMD ARGS...' \
 [--connections N] [--duration 10s] [--warmup 2s] [--timeout 10s] [--rate CALLS_PER_S] \
-[--cpu-pid LABEL=PID]... [--hold-paused N]";
+[--cpu-pid LABEL=PID]... [--hold-paused N] [--get-stream 1]";
 
 /// `10s`, `500ms`, `1.5s`, `2m`, or a bare number of seconds.
 fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -174,6 +178,7 @@ fn parse_args() -> Result<Args, String> {
     let mut rate = None;
     let mut command = Vec::new();
     let mut hold_paused = 0;
+    let mut get_stream = false;
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         if flag == "-h" || flag == "--help" {
@@ -194,6 +199,7 @@ fn parse_args() -> Result<Args, String> {
                     .filter(|n| *n > 0)
                     .ok_or_else(|| format!("bad --connections `{value}`"))?;
             }
+            "--get-stream" => get_stream = value == "1",
             "--hold-paused" => {
                 hold_paused = value
                     .parse()
@@ -245,6 +251,7 @@ fn parse_args() -> Result<Args, String> {
         cpu_pids,
         rate,
         hold_paused,
+        get_stream,
         command,
         stdio: None,
     })
@@ -799,9 +806,17 @@ impl TaskStats {
     }
 }
 
+/// A session's standalone GET stream held open: what it delivers, and its reader task.
+type GetStream = (
+    mpsc::UnboundedReceiver<(Value, Value, Instant)>,
+    tokio::task::JoinHandle<()>,
+);
+
 /// What a connection needs between ops.
 enum Conn {
-    Legacy(LegacySession),
+    /// With the session's standalone GET stream held open (`--get-stream 1`), as SDK clients
+    /// and the proxy's lanes do.
+    Legacy(LegacySession, Option<GetStream>),
     Elicit(
         LegacySession,
         mpsc::UnboundedReceiver<(Value, Value, Instant)>,
@@ -816,10 +831,19 @@ enum Conn {
 async fn connect(args: &Args, task: usize) -> Result<(Conn, Option<String>), String> {
     let client = client()?;
     match args.mode {
-        Mode::Direct => Ok((
-            Conn::Legacy(LegacySession::open(client, &args.url, false).await?),
-            None,
-        )),
+        Mode::Direct => {
+            let session = LegacySession::open(client.clone(), &args.url, false).await?;
+            let get_stream = args.get_stream.then(|| {
+                let reader = LegacySession {
+                    client,
+                    url: session.url.clone(),
+                    headers: session.headers.clone(),
+                };
+                let (sink, requests) = mpsc::unbounded_channel();
+                (requests, tokio::spawn(reader.server_requests(sink)))
+            });
+            Ok((Conn::Legacy(session, get_stream), None))
+        }
         Mode::DirectElicit => {
             let session = LegacySession::open(client.clone(), &args.url, true).await?;
             let reader = LegacySession {
@@ -888,7 +912,7 @@ async fn one_op(
     started: Instant,
 ) -> Result<OpTimes, String> {
     match conn {
-        Conn::Legacy(session) => {
+        Conn::Legacy(session, _) => {
             session.echo(id).await?;
             Ok(OpTimes { phases: None })
         }
@@ -989,7 +1013,12 @@ async fn run_connection(
         }
     }
     match conn {
-        Conn::Legacy(session) => session.delete().await,
+        Conn::Legacy(session, get_stream) => {
+            if let Some((_, reader)) = get_stream {
+                reader.abort();
+            }
+            session.delete().await;
+        }
         Conn::Elicit(session, requests, reader) => {
             drop(requests);
             reader.abort();
