@@ -14,7 +14,8 @@
 //! - `direct`: legacy 2025-11-25 Streamable HTTP straight to the legacy server; each connection
 //!   initializes its own session first, then sends `tools/call echo` back to back.
 //!   With `--get-stream 1` each session also keeps its standalone GET stream open (as SDK
-//!   clients and the proxy's lanes do).
+//!   clients and the proxy's lanes do); with `--progress-token 1` each call carries
+//!   `_meta.progressToken` (as the proxy forwards every call).
 //! - `direct-elicit`: legacy `ask_name` straight to the legacy server, answered like a legacy
 //!   client does: the `tools/call` POST (SSE response kept open), the `elicitation/create` read
 //!   from the session's standalone GET stream (where rmcp 2.2 sends it), the answer POSTed
@@ -135,6 +136,8 @@ struct Args {
     hold_paused: usize,
     /// `--get-stream 1` (`direct` mode): each session also holds its standalone GET stream open.
     get_stream: bool,
+    /// `--progress-token 1` (`direct` mode): each call carries `_meta.progressToken`.
+    progress_token: bool,
     /// `--command` (split at whitespace): the stdio peer of the `stdio*` modes.
     command: Vec<String>,
     /// That peer, started once and shared by every connection.
@@ -144,7 +147,7 @@ struct Args {
 const USAGE: &str = "usage: proxy_load --mode direct|direct-elicit|proxy|mrtr --url URL[,URL...] \
 [--retry-url URL[,URL...]] | --mode stdio|stdio-direct --command 'CMD ARGS...' \
 [--connections N] [--duration 10s] [--warmup 2s] [--timeout 10s] [--rate CALLS_PER_S] \
-[--cpu-pid LABEL=PID]... [--hold-paused N] [--get-stream 1]";
+[--cpu-pid LABEL=PID]... [--hold-paused N] [--get-stream 1] [--progress-token 1]";
 
 /// `10s`, `500ms`, `1.5s`, `2m`, or a bare number of seconds.
 fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -179,6 +182,7 @@ fn parse_args() -> Result<Args, String> {
     let mut command = Vec::new();
     let mut hold_paused = 0;
     let mut get_stream = false;
+    let mut progress_token = false;
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         if flag == "-h" || flag == "--help" {
@@ -200,6 +204,7 @@ fn parse_args() -> Result<Args, String> {
                     .ok_or_else(|| format!("bad --connections `{value}`"))?;
             }
             "--get-stream" => get_stream = value == "1",
+            "--progress-token" => progress_token = value == "1",
             "--hold-paused" => {
                 hold_paused = value
                     .parse()
@@ -252,6 +257,7 @@ fn parse_args() -> Result<Args, String> {
         rate,
         hold_paused,
         get_stream,
+        progress_token,
         command,
         stdio: None,
     })
@@ -526,10 +532,15 @@ impl LegacySession {
     }
 
     async fn call_tool(&self, id: u64, name: &str, arguments: Value) -> Result<Value, String> {
+        self.call_tool_with(id, json!({ "name": name, "arguments": arguments }))
+            .await
+    }
+
+    async fn call_tool_with(&self, id: u64, params: Value) -> Result<Value, String> {
+        let name = params["name"].as_str().unwrap_or_default().to_owned();
         let id = json!(id);
         let request = json!({
-            "jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": { "name": name, "arguments": arguments }
+            "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params
         });
         let response = self
             .post(&request)
@@ -538,8 +549,14 @@ impl LegacySession {
         read_response(response, &id, "tools/call").await
     }
 
-    async fn echo(&self, id: u64) -> Result<(), String> {
-        let message = self.call_tool(id, "echo", json!({ "text": "hi" })).await?;
+    /// `progress_token`: with `_meta.progressToken`, as the proxy forwards every call (it mints
+    /// one per legacy call, translation T13).
+    async fn echo(&self, id: u64, progress_token: bool) -> Result<(), String> {
+        let mut params = json!({ "name": "echo", "arguments": { "text": "hi" } });
+        if progress_token {
+            params["_meta"] = json!({ "progressToken": format!("proxy_load/{id}") });
+        }
+        let message = self.call_tool_with(id, params).await?;
         let result = success(&message, "tools/call echo")?;
         expect_text(result, "hi", "tools/call echo")
     }
@@ -913,7 +930,7 @@ async fn one_op(
 ) -> Result<OpTimes, String> {
     match conn {
         Conn::Legacy(session, _) => {
-            session.echo(id).await?;
+            session.echo(id, args.progress_token).await?;
             Ok(OpTimes { phases: None })
         }
         Conn::Elicit(session, requests, _) => direct_elicit(session, requests, id, started).await,
