@@ -92,35 +92,6 @@ stop() {
     PIDS=("${left[@]:-}")
 }
 
-# Busy cores of the whole machine over one second (/proc/stat; idle and iowait excluded).
-busy_cores() {
-    local a b
-    a=$(head -1 /proc/stat)
-    sleep 1
-    b=$(head -1 /proc/stat)
-    awk -v a="$a" -v b="$b" 'BEGIN {
-        split(a, x); split(b, y); busy = 0
-        for (i = 2; i <= 9; i++) if (i != 5 && i != 6) busy += y[i] - x[i]
-        printf "%.2f", busy / 100 }'
-}
-
-# This machine is shared: before each run, wait (at most QUIET_MAX seconds) until the rest of the
-# machine is quiet (< 0.15 busy cores while our servers idle). Each run records the foreign load
-# it still saw (`cpu.other_cores`), shown in the results table.
-wait_quiet() {
-    local waited=0 busy
-    while :; do
-        busy=$(busy_cores)
-        awk -v b="$busy" 'BEGIN { exit !(b < 0.15) }' && return 0
-        if [ "$waited" -ge "$QUIET_MAX" ]; then
-            echo "  (machine still busy: $busy cores used by others; measuring anyway)" >&2
-            return 0
-        fi
-        [ "$waited" = 0 ] && echo "  (waiting for the machine to be quiet: $busy cores busy)" >&2
-        waited=$((waited + 1))
-    done
-}
-
 # proxy_load with --cpu-pid for every process of interest; appends one tagged JSON line to $RAW.
 # Usage: measure LABEL REP MODE URL CONNS DURATION CPU_ARGS...
 measure() {

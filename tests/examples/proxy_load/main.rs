@@ -13,16 +13,29 @@
 //! Modes:
 //! - `direct`: legacy 2025-11-25 Streamable HTTP straight to the legacy server; each connection
 //!   initializes its own session first, then sends `tools/call echo` back to back.
+//!   With `--get-stream 1` each session also keeps its standalone GET stream open (as SDK
+//!   clients and the proxy's lanes do); with `--progress-token 1` each call carries
+//!   `_meta.progressToken` (as the proxy forwards every call).
 //! - `direct-elicit`: legacy `ask_name` straight to the legacy server, answered like a legacy
 //!   client does: the `tools/call` POST (SSE response kept open), the `elicitation/create` read
 //!   from the session's standalone GET stream (where rmcp 2.2 sends it), the answer POSTed
 //!   (202), then the result read from the first POST's SSE stream. One flow = one op; the
 //!   latency is also split into "POST sent → elicitation received" and "elicitation received →
 //!   result received" (the latter includes POSTing the answer).
-//! - `proxy`: 2026-07-28 `tools/call echo` through the proxy.
+//! - `proxy`: 2026-07-28 `tools/call echo` through the proxy. Each connection first makes one
+//!   untimed call, all connections at once, as `direct` connections first initialize: the proxy
+//!   starts its legacy sessions on demand, and their start-up is not what a run measures.
 //! - `mrtr`: the whole 2026-07-28 `ask_name` flow through the proxy: the first request (answered
 //!   `input_required`) and the retry with `inputResponses` + `requestState` (answered with the
 //!   result). One flow = one op; the latency of each of the two requests is recorded too.
+//! - `--hold-paused N` (with `proxy`): before the run, N `test_elicitation` calls are paused and
+//!   never retried, so the run measures the calls that come behind paused ones (how many
+//!   paused: `paused_held` in the output).
+//! - `stdio-direct` / `stdio` (`--command 'CMD ARGS...'` instead of `--url`): `tools/call echo`
+//!   over the stdio of one process the load generator starts: the legacy server itself
+//!   (legacy, after one `initialize`) or a stdio MRTR bridge in front of it (2026-07-28); the
+//!   connections are concurrent requests on its one pipe (see `stdio.rs`), and its CPU (and that
+//!   of the processes it started, as `backend`) is sampled.
 //!
 //! Every connection is one task with its own HTTP/1.1 keep-alive `reqwest` client that sends
 //! its requests back to back (closed loop). `direct-elicit` needs three HTTP connections per
@@ -43,6 +56,8 @@ use reqwest::{Client, Response, StatusCode};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, Barrier};
 
+mod stdio;
+
 const FRONT_VERSION: &str = "2026-07-28";
 const LEGACY_VERSION: &str = "2025-11-25";
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
@@ -56,6 +71,8 @@ enum Mode {
     DirectElicit,
     Proxy,
     Mrtr,
+    Stdio,
+    StdioDirect,
 }
 
 impl Mode {
@@ -65,8 +82,10 @@ impl Mode {
             "direct-elicit" => Ok(Mode::DirectElicit),
             "proxy" => Ok(Mode::Proxy),
             "mrtr" => Ok(Mode::Mrtr),
+            "stdio" => Ok(Mode::Stdio),
+            "stdio-direct" => Ok(Mode::StdioDirect),
             other => Err(format!(
-                "unknown mode `{other}` (direct, direct-elicit, proxy, mrtr)"
+                "unknown mode `{other}` (direct, direct-elicit, proxy, mrtr, stdio, stdio-direct)"
             )),
         }
     }
@@ -77,15 +96,21 @@ impl Mode {
             Mode::DirectElicit => "direct-elicit",
             Mode::Proxy => "proxy",
             Mode::Mrtr => "mrtr",
+            Mode::Stdio => "stdio",
+            Mode::StdioDirect => "stdio-direct",
         }
     }
 
     /// Names of the two recorded phases of a flow, if the mode has phases.
+    fn is_stdio(self) -> bool {
+        matches!(self, Mode::Stdio | Mode::StdioDirect)
+    }
+
     fn phase_names(self) -> Option<(&'static str, &'static str)> {
         match self {
             Mode::DirectElicit => Some(("to_elicitation_us", "to_result_us")),
             Mode::Mrtr => Some(("request1_us", "request2_us")),
-            Mode::Direct | Mode::Proxy => None,
+            Mode::Direct | Mode::Proxy | Mode::Stdio | Mode::StdioDirect => None,
         }
     }
 }
@@ -106,12 +131,23 @@ struct Args {
     /// `--rate N`: calls per second over all connections, evenly paced per connection (a
     /// connection behind schedule sends at once); `None`: back to back (closed loop).
     rate: Option<f64>,
+    /// `--hold-paused N` (`proxy` mode): before the run, N `test_elicitation` calls are paused
+    /// (answered `input_required`) and never retried, so they stay paused throughout.
+    hold_paused: usize,
+    /// `--get-stream 1` (`direct` mode): each session also holds its standalone GET stream open.
+    get_stream: bool,
+    /// `--progress-token 1` (`direct` mode): each call carries `_meta.progressToken`.
+    progress_token: bool,
+    /// `--command` (split at whitespace): the stdio peer of the `stdio*` modes.
+    command: Vec<String>,
+    /// That peer, started once and shared by every connection.
+    stdio: Option<std::sync::Arc<stdio::StdioPeer>>,
 }
 
 const USAGE: &str = "usage: proxy_load --mode direct|direct-elicit|proxy|mrtr --url URL[,URL...] \
-[--retry-url URL[,URL...]] \
+[--retry-url URL[,URL...]] | --mode stdio|stdio-direct --command 'CMD ARGS...' \
 [--connections N] [--duration 10s] [--warmup 2s] [--timeout 10s] [--rate CALLS_PER_S] \
-[--cpu-pid LABEL=PID]...";
+[--cpu-pid LABEL=PID]... [--hold-paused N] [--get-stream 1] [--progress-token 1]";
 
 /// `10s`, `500ms`, `1.5s`, `2m`, or a bare number of seconds.
 fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -143,6 +179,10 @@ fn parse_args() -> Result<Args, String> {
     let mut timeout = Duration::from_secs(10);
     let mut cpu_pids = Vec::new();
     let mut rate = None;
+    let mut command = Vec::new();
+    let mut hold_paused = 0;
+    let mut get_stream = false;
+    let mut progress_token = false;
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         if flag == "-h" || flag == "--help" {
@@ -154,6 +194,7 @@ fn parse_args() -> Result<Args, String> {
         match flag.as_str() {
             "--mode" => mode = Some(Mode::parse(&value)?),
             "--url" => url = Some(value),
+            "--command" => command = value.split_whitespace().map(str::to_owned).collect(),
             "--retry-url" => retry_urls = value.split(',').map(str::to_owned).collect(),
             "--connections" => {
                 connections = value
@@ -161,6 +202,13 @@ fn parse_args() -> Result<Args, String> {
                     .ok()
                     .filter(|n| *n > 0)
                     .ok_or_else(|| format!("bad --connections `{value}`"))?;
+            }
+            "--get-stream" => get_stream = value == "1",
+            "--progress-token" => progress_token = value == "1",
+            "--hold-paused" => {
+                hold_paused = value
+                    .parse()
+                    .map_err(|_| format!("bad --hold-paused `{value}`"))?;
             }
             "--duration" => duration = parse_duration(&value)?,
             "--warmup" => warmup = parse_duration(&value)?,
@@ -186,13 +234,18 @@ fn parse_args() -> Result<Args, String> {
     if duration.is_zero() {
         return Err("--duration must be positive".to_owned());
     }
-    let urls: Vec<String> = url
-        .ok_or_else(|| format!("--url is required\n{USAGE}"))?
-        .split(',')
-        .map(str::to_owned)
-        .collect();
+    let mode = mode.ok_or_else(|| format!("--mode is required\n{USAGE}"))?;
+    if mode.is_stdio() && command.is_empty() {
+        return Err(format!("--mode {} needs --command\n{USAGE}", mode.name()));
+    }
+    let url = match url {
+        Some(url) => url,
+        None if mode.is_stdio() => "stdio".to_owned(),
+        None => return Err(format!("--url is required\n{USAGE}")),
+    };
+    let urls: Vec<String> = url.split(',').map(str::to_owned).collect();
     Ok(Args {
-        mode: mode.ok_or_else(|| format!("--mode is required\n{USAGE}"))?,
+        mode,
         url: urls[0].clone(),
         urls,
         retry_urls,
@@ -202,6 +255,11 @@ fn parse_args() -> Result<Args, String> {
         timeout,
         cpu_pids,
         rate,
+        hold_paused,
+        get_stream,
+        progress_token,
+        command,
+        stdio: None,
     })
 }
 
@@ -474,10 +532,15 @@ impl LegacySession {
     }
 
     async fn call_tool(&self, id: u64, name: &str, arguments: Value) -> Result<Value, String> {
+        self.call_tool_with(id, json!({ "name": name, "arguments": arguments }))
+            .await
+    }
+
+    async fn call_tool_with(&self, id: u64, params: Value) -> Result<Value, String> {
+        let name = params["name"].as_str().unwrap_or_default().to_owned();
         let id = json!(id);
         let request = json!({
-            "jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": { "name": name, "arguments": arguments }
+            "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params
         });
         let response = self
             .post(&request)
@@ -486,8 +549,14 @@ impl LegacySession {
         read_response(response, &id, "tools/call").await
     }
 
-    async fn echo(&self, id: u64) -> Result<(), String> {
-        let message = self.call_tool(id, "echo", json!({ "text": "hi" })).await?;
+    /// `progress_token`: with `_meta.progressToken`, as the proxy forwards every call (it mints
+    /// one per legacy call, translation T13).
+    async fn echo(&self, id: u64, progress_token: bool) -> Result<(), String> {
+        let mut params = json!({ "name": "echo", "arguments": { "text": "hi" } });
+        if progress_token {
+            params["_meta"] = json!({ "progressToken": format!("proxy_load/{id}") });
+        }
+        let message = self.call_tool_with(id, params).await?;
         let result = success(&message, "tools/call echo")?;
         expect_text(result, "hi", "tools/call echo")
     }
@@ -639,6 +708,45 @@ async fn proxy_echo(client: &Client, url: &str, id: u64) -> Result<(), String> {
     expect_text(result, "hi", "tools/call echo")
 }
 
+/// `--hold-paused`: that many `test_elicitation` calls through the proxy, all at once, each
+/// answered `input_required` and never retried; how many paused.
+async fn hold_paused(args: &Args) -> Result<usize, String> {
+    if args.hold_paused == 0 {
+        return Ok(0);
+    }
+    if args.mode != Mode::Proxy {
+        return Err("only with --mode proxy".to_owned());
+    }
+    let client = client()?;
+    let calls = (0..args.hold_paused).map(|n| {
+        let client = client.clone();
+        let url = args.urls[n % args.urls.len()].clone();
+        async move {
+            let arguments = json!({ "message": "held paused by the benchmark" });
+            let body = front_request(n as u64, "test_elicitation", arguments);
+            let message = front_call(&client, &url, "test_elicitation", &body).await?;
+            let result = success(&message, "test_elicitation")?;
+            match result_type(result) {
+                Some("input_required") => Ok(()),
+                _ => Err(format!(
+                    "test_elicitation: not input_required: {}",
+                    excerpt(&result.to_string())
+                )),
+            }
+        }
+    });
+    let outcomes = futures_util::future::join_all(calls).await;
+    let held = outcomes.iter().filter(|outcome| outcome.is_ok()).count();
+    if let Some(Err(error)) = outcomes.into_iter().find(Result::is_err) {
+        eprintln!(
+            "--hold-paused: {} of {} did not pause: {error}",
+            args.hold_paused - held,
+            args.hold_paused
+        );
+    }
+    Ok(held)
+}
+
 /// `ask_name` through the proxy: `input_required`, then the retry with the answers.
 async fn mrtr_flow(
     client: &Client,
@@ -715,23 +823,44 @@ impl TaskStats {
     }
 }
 
+/// A session's standalone GET stream held open: what it delivers, and its reader task.
+type GetStream = (
+    mpsc::UnboundedReceiver<(Value, Value, Instant)>,
+    tokio::task::JoinHandle<()>,
+);
+
 /// What a connection needs between ops.
 enum Conn {
-    Legacy(LegacySession),
+    /// With the session's standalone GET stream held open (`--get-stream 1`), as SDK clients
+    /// and the proxy's lanes do.
+    Legacy(LegacySession, Option<GetStream>),
     Elicit(
         LegacySession,
         mpsc::UnboundedReceiver<(Value, Value, Instant)>,
         tokio::task::JoinHandle<()>,
     ),
     Front(Client),
+    Stdio(std::sync::Arc<stdio::StdioPeer>),
 }
 
-async fn connect(args: &Args) -> Result<Conn, String> {
+/// A connection's state, and the error of its untimed set-up call if that failed (counted as a
+/// warm-up error; the connection still runs, so that refused calls are counted too).
+async fn connect(args: &Args, task: usize) -> Result<(Conn, Option<String>), String> {
     let client = client()?;
     match args.mode {
-        Mode::Direct => Ok(Conn::Legacy(
-            LegacySession::open(client, &args.url, false).await?,
-        )),
+        Mode::Direct => {
+            let session = LegacySession::open(client.clone(), &args.url, false).await?;
+            let get_stream = args.get_stream.then(|| {
+                let reader = LegacySession {
+                    client,
+                    url: session.url.clone(),
+                    headers: session.headers.clone(),
+                };
+                let (sink, requests) = mpsc::unbounded_channel();
+                (requests, tokio::spawn(reader.server_requests(sink)))
+            });
+            Ok((Conn::Legacy(session, get_stream), None))
+        }
         Mode::DirectElicit => {
             let session = LegacySession::open(client.clone(), &args.url, true).await?;
             let reader = LegacySession {
@@ -741,10 +870,55 @@ async fn connect(args: &Args) -> Result<Conn, String> {
             };
             let (sink, requests) = mpsc::unbounded_channel();
             let task = tokio::spawn(reader.server_requests(sink));
-            Ok(Conn::Elicit(session, requests, task))
+            Ok((Conn::Elicit(session, requests, task), None))
         }
-        Mode::Proxy | Mode::Mrtr => Ok(Conn::Front(client)),
+        Mode::Proxy => {
+            // The counterpart of a direct connection's `initialize`: one untimed call per
+            // connection, all at once, so the proxy has started the legacy sessions this
+            // concurrency needs before the clock runs (it starts them on demand).
+            let url = &args.urls[task % args.urls.len()];
+            let warm = proxy_echo(&client, url, 0).await.err();
+            Ok((
+                Conn::Front(client),
+                warm.map(|error| format!("set-up call: {error}")),
+            ))
+        }
+        Mode::Mrtr => Ok((Conn::Front(client), None)),
+        Mode::Stdio | Mode::StdioDirect => {
+            let peer = args.stdio.clone().ok_or("no stdio peer")?;
+            let mut warm = None;
+            if args.mode == Mode::Stdio {
+                // As in `proxy`: a bridge may start its legacy processes on demand.
+                warm = stdio_echo(args.mode, &peer, stdio_id(task, 0)).await.err();
+            }
+            Ok((
+                Conn::Stdio(peer),
+                warm.map(|error| format!("set-up call: {error}")),
+            ))
+        }
     }
+}
+
+/// A request id unique among every connection's (they share one pipe).
+fn stdio_id(task: usize, id: u64) -> u64 {
+    ((task as u64) << 32) | id
+}
+
+/// `tools/call echo` on the stdio peer: legacy (`stdio-direct`) or 2026-07-28 (`stdio`).
+async fn stdio_echo(mode: Mode, peer: &stdio::StdioPeer, id: u64) -> Result<(), String> {
+    let params = match mode {
+        Mode::StdioDirect => json!({ "name": "echo", "arguments": { "text": "hi" } }),
+        _ => front_request(id, "echo", json!({ "text": "hi" }))["params"].take(),
+    };
+    let message = peer.request(id, "tools/call", params).await?;
+    let result = success(&message, "tools/call echo")?;
+    if mode == Mode::Stdio && result_type(result) != Some("complete") {
+        return Err(format!(
+            "tools/call echo: not complete: {}",
+            excerpt(&result.to_string())
+        ));
+    }
+    expect_text(result, "hi", "tools/call echo")
 }
 
 async fn one_op(
@@ -755,8 +929,8 @@ async fn one_op(
     started: Instant,
 ) -> Result<OpTimes, String> {
     match conn {
-        Conn::Legacy(session) => {
-            session.echo(id).await?;
+        Conn::Legacy(session, _) => {
+            session.echo(id, args.progress_token).await?;
             Ok(OpTimes { phases: None })
         }
         Conn::Elicit(session, requests, _) => direct_elicit(session, requests, id, started).await,
@@ -770,6 +944,10 @@ async fn one_op(
         }
         Conn::Front(client) => {
             proxy_echo(client, &args.urls[task % args.urls.len()], id).await?;
+            Ok(OpTimes { phases: None })
+        }
+        Conn::Stdio(peer) => {
+            stdio_echo(args.mode, peer, stdio_id(task, id)).await?;
             Ok(OpTimes { phases: None })
         }
     }
@@ -786,9 +964,14 @@ async fn run_connection(
     setup_deadline: Instant,
 ) -> TaskStats {
     let mut stats = TaskStats::default();
-    let connected = tokio::time::timeout_at(setup_deadline.into(), connect(&args)).await;
+    let connected = tokio::time::timeout_at(setup_deadline.into(), connect(&args, task)).await;
     let conn = match connected {
-        Ok(Ok(conn)) => Some(conn),
+        Ok(Ok((conn, warm_error))) => {
+            if let Some(error) = warm_error {
+                stats.error(false, format!("connection {task}: {error}"));
+            }
+            Some(conn)
+        }
         Ok(Err(error)) => {
             stats.error(true, format!("connection {task}: setup: {error}"));
             None
@@ -847,13 +1030,18 @@ async fn run_connection(
         }
     }
     match conn {
-        Conn::Legacy(session) => session.delete().await,
+        Conn::Legacy(session, get_stream) => {
+            if let Some((_, reader)) = get_stream {
+                reader.abort();
+            }
+            session.delete().await;
+        }
         Conn::Elicit(session, requests, reader) => {
             drop(requests);
             reader.abort();
             session.delete().await;
         }
-        Conn::Front(_) => {}
+        Conn::Front(_) | Conn::Stdio(_) => {}
     }
     stats
 }
@@ -887,13 +1075,29 @@ fn summary(mut samples: Vec<u64>) -> Value {
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    let args = match parse_args() {
+    let mut args = match parse_args() {
         Ok(args) => args,
         Err(message) => {
             eprintln!("{message}");
             return std::process::ExitCode::from(2);
         }
     };
+    let held = match hold_paused(&args).await {
+        Ok(held) => held,
+        Err(error) => {
+            eprintln!("--hold-paused: {error}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    if args.mode.is_stdio() {
+        match stdio::StdioPeer::spawn(&args.command, args.mode == Mode::StdioDirect).await {
+            Ok(peer) => args.stdio = Some(peer),
+            Err(error) => {
+                eprintln!("stdio peer: {error}");
+                return std::process::ExitCode::FAILURE;
+            }
+        }
+    }
     let barrier = std::sync::Arc::new(Barrier::new(args.connections + 1));
     let setup_deadline = Instant::now() + args.timeout;
     let tasks: Vec<_> = (0..args.connections)
@@ -909,10 +1113,24 @@ async fn main() -> std::process::ExitCode {
     barrier.wait().await;
     let measure_from = Instant::now() + args.warmup;
     let sampler = {
-        let pids = args.cpu_pids.clone();
+        let mut pids = args.cpu_pids.clone();
         let duration = args.duration;
+        let peer = args.stdio.clone();
+        let mode = args.mode;
         tokio::spawn(async move {
             tokio::time::sleep_until(measure_from.into()).await;
+            // A stdio peer: the legacy server itself (`stdio-direct`), or a bridge and the
+            // legacy servers it started (those alive when the measured window opens).
+            if let Some(peer) = peer {
+                if mode == Mode::StdioDirect {
+                    pids.push(("backend".to_owned(), peer.pid()));
+                } else {
+                    pids.push(("proxy".to_owned(), peer.pid()));
+                    for child in peer.children() {
+                        pids.push(("backend".to_owned(), child));
+                    }
+                }
+            }
             let before = cpu_sample(&pids);
             tokio::time::sleep_until((measure_from + duration).into()).await;
             let after = cpu_sample(&pids);
@@ -963,6 +1181,9 @@ async fn main() -> std::process::ExitCode {
         "warmup_errors": all.warmup_errors,
         "latency_us": summary(all.latencies),
     });
+    if args.hold_paused > 0 {
+        report["paused_held"] = json!(held);
+    }
     if let Some((first, second)) = args.mode.phase_names() {
         report[first] = summary(all.phase1);
         report[second] = summary(all.phase2);
