@@ -15,6 +15,9 @@
 //!   is open (the TypeScript SDK 1.x does). rmcp 2.x sends every server request and log
 //!   notification there.
 //! - Our responses and notifications are POSTed too; the server answers `202`.
+//! - POSTs go out on the lean client of `call_http` (a paused call's response stream stays
+//!   open there for as long as the call is parked, so it must cost little); the GET streams and
+//!   the `DELETE` on hyper's (`http_client`).
 //! - `404` means the session expired: the lane re-initializes (a new session, same profile) and
 //!   every call in flight on the old session fails with [`BackendError::Crashed`].
 //! - `shutdown` DELETEs the session.
@@ -29,12 +32,12 @@ use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE, HOST};
 use http::{Method, Request, StatusCode, Uri};
 use http_body_util::{BodyExt as _, Full};
-use hyper::body::Incoming;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tracing::Instrument as _;
 
+use super::call_http::CallConnections;
 use super::http_client::{LaneConnections, Upstream};
 use super::lane_core::{CallTag, LaneCore, Outbound};
 use super::sse::SseParser;
@@ -84,7 +87,11 @@ struct Session {
 
 struct HttpShared {
     core: Arc<LaneCore>,
+    /// The GET streams and the DELETE (hyper).
     client: LaneConnections,
+    /// The POSTs: our requests (a paused call's response stream stays open on one of these for
+    /// as long as the call is parked), responses and notifications (call_http.rs).
+    posts: CallConnections,
     /// The request target: the upstream URL's path and query (origin form).
     path: Uri,
     /// The `Host` header: the upstream URL's authority.
@@ -185,9 +192,11 @@ impl HttpLane {
             IDLE_TIMEOUT,
             core.span.clone(),
         );
+        let posts = CallConnections::new(&uri, CONNECT_TIMEOUT, IDLE_TIMEOUT);
         let shared = Arc::new(HttpShared {
             core: Arc::clone(&core),
             client,
+            posts,
             target: format!(
                 "http://{}{}",
                 uri.host().unwrap_or_default(),
@@ -341,7 +350,7 @@ impl HttpShared {
         }
     }
 
-    fn post(&self, body: Bytes, session: &Session) -> Result<Request<Full<Bytes>>, BackendError> {
+    fn post(&self, body: Bytes, session: &Session) -> Result<Request<Bytes>, BackendError> {
         let mut request = Request::builder()
             .method(Method::POST)
             .uri(self.path.clone())
@@ -355,7 +364,7 @@ impl HttpShared {
             request = request.header(VERSION_HEADER, version);
         }
         request
-            .body(Full::new(body))
+            .body(body)
             .map_err(|error| BackendError::Protocol(format!("cannot build the request: {error}")))
     }
 
@@ -398,7 +407,7 @@ impl HttpShared {
         };
         let request = self.post(Bytes::from(message.to_vec()), &fresh)?;
         let exchange = async {
-            let response = self.client.request(request).await.map_err(|error| {
+            let response = self.posts.request(request).await.map_err(|error| {
                 BackendError::Unavailable(format!("cannot reach {}: {error}", self.target))
             })?;
             let status = response.status();
@@ -520,7 +529,7 @@ impl HttpShared {
                 return;
             }
         };
-        let response = match self.client.request(request).await {
+        let response = match self.posts.request(request).await {
             Ok(response) => response,
             Err(error) => {
                 tracing::warn!(%error, "POST to the legacy server failed");
@@ -657,11 +666,15 @@ impl HttpShared {
     /// returns what a resumption needs.
     /// `call`: the response belongs to that request of ours (what its stream carries is the
     /// call's); `None` for the answer to a POSTed response or notification.
-    async fn read_response(
+    async fn read_response<B>(
         &self,
-        response: http::Response<Incoming>,
+        response: http::Response<B>,
         call: Option<&Value>,
-    ) -> Option<StreamEnd> {
+    ) -> Option<StreamEnd>
+    where
+        B: hyper::body::Body<Data = Bytes>,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>> + std::fmt::Display,
+    {
         let content_type = response
             .headers()
             .get(CONTENT_TYPE)
@@ -706,12 +719,12 @@ impl HttpShared {
 
     /// Reads SSE events until the body ends, routing each `message` event. Returns whether the
     /// stream ended cleanly (rather than with a broken connection).
-    async fn read_sse(
-        &self,
-        mut body: Incoming,
-        parser: &mut SseParser,
-        call: Option<&Value>,
-    ) -> bool {
+    async fn read_sse<B>(&self, body: B, parser: &mut SseParser, call: Option<&Value>) -> bool
+    where
+        B: hyper::body::Body<Data = Bytes>,
+        B::Error: std::fmt::Display,
+    {
+        let mut body = std::pin::pin!(body);
         let clean = loop {
             match body.frame().await {
                 None => break true,
@@ -744,7 +757,7 @@ impl HttpShared {
     async fn post_message(self: &Arc<Self>, message: &Message) -> Result<(), BackendError> {
         let session = self.session();
         let request = self.post(Bytes::from(message.to_vec()), &session)?;
-        let response = self.client.request(request).await.map_err(|error| {
+        let response = self.posts.request(request).await.map_err(|error| {
             if error.is_connect() {
                 BackendError::Unavailable(format!("cannot reach {}: {error}", self.target))
             } else {

@@ -40,6 +40,10 @@ pub(crate) enum ClientError {
     /// The exchange failed on an established connection.
     #[error(transparent)]
     Http(#[from] hyper::Error),
+    /// The exchange failed on an established connection of the lean client (call_http.rs): a
+    /// broken connection or a malformed response head.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
 }
 
 impl ClientError {

@@ -36,10 +36,10 @@ const LOG_LINGER: Duration = Duration::from_millis(100);
 pub(super) struct PendingInput {
     pub(super) legacy_id: Value,
     pub(super) method: String,
-    /// The legacy params (what the legacy server sent; `elicitationId` kept here).
+    /// The legacy params (what the legacy server sent; `elicitationId` kept here). The
+    /// `InputRequest` shown to the client is built from them when the call pauses
+    /// ([`input_request`]), not kept: a parked call holds the request once.
     pub(super) legacy_params: Value,
-    /// The `InputRequest` shown to the client.
-    pub(super) input_request: Value,
 }
 
 /// A legacy call that is running or paused, owned by exactly one front request at a time.
@@ -453,9 +453,8 @@ impl Engine {
                     }
                     debug!(key, "malformed input response offered up front: asking");
                 }
-                let input_request = input_request(&method, &params, &live.profile);
-                let size =
-                    serde_json::to_vec(&input_request).map_or(usize::MAX, |bytes| bytes.len());
+                let size = serde_json::to_vec(&input_request(&method, &params, &live.profile))
+                    .map_or(usize::MAX, |bytes| bytes.len());
                 if let Some(error) = limits::input_request_too_large(
                     size,
                     self.settings.limits.max_input_request_bytes,
@@ -471,7 +470,6 @@ impl Engine {
                         legacy_id: id,
                         method,
                         legacy_params: params,
-                        input_request,
                     },
                 );
                 None
@@ -575,14 +573,12 @@ fn url_elicitation_round(
     for mut params in elicitations {
         params["mode"] = "url".into();
         let key = input_key(live, "elicitation/create", &params);
-        let input_request = input_request("elicitation/create", &params, &live.profile);
         live.pending.insert(
             key,
             PendingInput {
                 legacy_id: Value::Null,
                 method: "elicitation/create".into(),
                 legacy_params: params,
-                input_request,
             },
         );
     }

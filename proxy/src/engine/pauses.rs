@@ -35,7 +35,7 @@ use serde_json::{json, Map, Value};
 use tracing::{info, warn};
 
 use super::call_loop::LiveCall;
-use super::wire::internal;
+use super::wire::{input_request, internal};
 use crate::jsonrpc::ErrorObject;
 use crate::limits::{self, CallLimits, StoreHealth};
 use crate::refusals;
@@ -158,7 +158,10 @@ impl PauseBook {
         let input_requests: Map<String, Value> = live
             .pending
             .iter()
-            .map(|(key, pending)| (key.clone(), pending.input_request.clone()))
+            .map(|(key, pending)| {
+                let shown = input_request(&pending.method, &pending.legacy_params, &live.profile);
+                (key.clone(), shown)
+            })
             .collect();
         let input_keys: Vec<String> = live.pending.keys().cloned().collect();
         let method = live.method.clone();
