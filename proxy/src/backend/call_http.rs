@@ -601,5 +601,4 @@ impl Body for CallBody {
 }
 
 #[cfg(test)]
-#[path = "call_http_tests.rs"]
 mod tests;
