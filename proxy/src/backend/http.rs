@@ -510,7 +510,11 @@ impl HttpShared {
 
     /// POSTs one of our requests and reads its response, resuming a dropped SSE stream.
     async fn run_request(self: Arc<Self>, id: Value, message: Message, session: Session) {
-        self.run_request_on(id, message, session, true).await;
+        // Kept serialized (for a resend after a 404) while the response streams: a paused
+        // call's task then holds its request as bytes, not as a JSON tree.
+        let body = Bytes::from(message.to_vec());
+        drop(message);
+        self.run_request_on(id, body, session, true).await;
     }
 
     /// [`Self::run_request`] on `session`; `resend_after_404`: a 404 (the session expired before
@@ -518,11 +522,11 @@ impl HttpShared {
     async fn run_request_on(
         self: Arc<Self>,
         id: Value,
-        message: Message,
+        body: Bytes,
         session: Session,
         resend_after_404: bool,
     ) {
-        let request = match self.post(Bytes::from(message.to_vec()), &session) {
+        let request = match self.post(body.clone(), &session) {
             Ok(request) => request,
             Err(error) => {
                 self.core.complete(&id, Err(error));
@@ -560,7 +564,7 @@ impl HttpShared {
                     && self.core.is_pending(&id)
                 {
                     tracing::debug!(id = %id, "sending the request again on the new legacy session");
-                    return Box::pin(self.run_request_on(id, message, renewed, false)).await;
+                    return Box::pin(self.run_request_on(id, body, renewed, false)).await;
                 }
             }
             self.core.complete(&id, Err(BackendError::Crashed));
@@ -573,12 +577,38 @@ impl HttpShared {
         }
         let success = status.is_success();
         let mut resume = self.read_response(response, Some(&id)).await;
+        if success && resume.is_some() && self.core.is_pending(&id) {
+            // Boxed: resuming is rare, and its state would otherwise be part of every call's
+            // task, a paused call's included.
+            match Box::pin(self.resume_stream(&id, resume)).await {
+                Some(end) => resume = end,
+                None => return,
+            }
+        }
+        if self.core.is_pending(&id) {
+            let error = match (success, resume) {
+                (true, Some(end)) if !end.clean => BackendError::Crashed,
+                (true, _) => {
+                    BackendError::Protocol("the response stream ended without the response".into())
+                }
+                (false, _) => {
+                    BackendError::Protocol(format!("the legacy server answered HTTP {status}"))
+                }
+            };
+            self.core.complete(&id, Err(error));
+        }
+    }
+
+    /// Resumes a call's SSE response stream that ended before the response (`GET` with
+    /// `Last-Event-ID`), until the response came or the stream cannot be resumed. `None`: the
+    /// call was failed here; otherwise how the last stream ended.
+    async fn resume_stream(
+        self: &Arc<Self>,
+        id: &Value,
+        mut resume: Option<StreamEnd>,
+    ) -> Option<Option<StreamEnd>> {
         let mut idle = 0;
-        while success
-            && self.core.is_pending(&id)
-            && self.core.is_alive()
-            && idle < MAX_IDLE_RESUMES
-        {
+        while self.core.is_pending(id) && self.core.is_alive() && idle < MAX_IDLE_RESUMES {
             let Some(end) = resume.take() else {
                 break;
             };
@@ -596,9 +626,9 @@ impl HttpShared {
                 Ok(response) if response.status().is_success() => {
                     // Read only while the call waits: a server that ignores `Last-Event-ID` would
                     // otherwise hold us on a fresh stream forever.
-                    let read = self.read_response(response, Some(&id));
+                    let read = self.read_response(response, Some(id));
                     let done = async {
-                        while self.core.is_pending(&id) {
+                        while self.core.is_pending(id) {
                             tokio::time::sleep(Duration::from_millis(100)).await;
                         }
                     };
@@ -622,9 +652,9 @@ impl HttpShared {
                     }
                 }
                 Ok(response) if response.status() == StatusCode::NOT_FOUND => {
-                    self.core.complete(&id, Err(BackendError::Crashed));
+                    self.core.complete(id, Err(BackendError::Crashed));
                     self.session_expired(session.epoch).await;
-                    return;
+                    return None;
                 }
                 Ok(response) => {
                     tracing::debug!(status = %response.status(), "resumption refused");
@@ -632,9 +662,9 @@ impl HttpShared {
                 }
                 Err(error) if error.is_connect() => {
                     tracing::warn!(%error, "the legacy server went away during a call");
-                    self.core.complete(&id, Err(BackendError::Crashed));
+                    self.core.complete(id, Err(BackendError::Crashed));
                     self.core.mark_dead();
-                    return;
+                    return None;
                 }
                 Err(error) => {
                     // Typically a pooled connection the dying server had already closed: try
@@ -648,18 +678,7 @@ impl HttpShared {
                 }
             }
         }
-        if self.core.is_pending(&id) {
-            let error = match (success, resume) {
-                (true, Some(end)) if !end.clean => BackendError::Crashed,
-                (true, _) => {
-                    BackendError::Protocol("the response stream ended without the response".into())
-                }
-                (false, _) => {
-                    BackendError::Protocol(format!("the legacy server answered HTTP {status}"))
-                }
-            };
-            self.core.complete(&id, Err(error));
-        }
+        Some(resume)
     }
 
     /// Reads a response body (JSON or SSE) through the router. For an SSE stream with event ids,
