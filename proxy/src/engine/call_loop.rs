@@ -55,7 +55,8 @@ pub(super) struct LiveCall {
     pub(super) round: u32,
     /// Keys handed out so far, for numbering (`elicitation_1`, `elicitation_2`, ...).
     pub(super) issued: HashMap<&'static str, u32>,
-    pub(super) pending: BTreeMap<String, PendingInput>,
+    /// Boxed values: a B-tree node has room for 11, and a paused call usually holds one.
+    pub(super) pending: BTreeMap<String, Box<PendingInput>>,
     /// Entries of the current front request's `inputResponses` that answer no pending request:
     /// a legacy request that arrives during this front request under one of these keys is
     /// answered with it at once (if it is a valid answer for its kind), without a round. Cleared
@@ -466,11 +467,11 @@ impl Engine {
                 }
                 live.pending.insert(
                     key,
-                    PendingInput {
+                    Box::new(PendingInput {
                         legacy_id: id,
                         method,
                         legacy_params: params,
-                    },
+                    }),
                 );
                 None
             }
@@ -575,11 +576,11 @@ fn url_elicitation_round(
         let key = input_key(live, "elicitation/create", &params);
         live.pending.insert(
             key,
-            PendingInput {
+            Box::new(PendingInput {
                 legacy_id: Value::Null,
                 method: "elicitation/create".into(),
                 legacy_params: params,
-            },
+            }),
         );
     }
     live.reissue = Some(true);
