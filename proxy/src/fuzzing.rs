@@ -6,10 +6,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use futures_util::FutureExt as _;
 use serde_json::Value;
-use tokio::sync::mpsc;
 
 use crate::backend::lane_core::{LaneCore, Outbound};
-use crate::backend::{BackendEvent, PendingCall};
+use crate::backend::{BackendEvent, EventReceiver, PendingCall};
 use crate::capabilities::CapabilityProfile;
 use crate::jsonrpc::{ErrorObject, Message, ParseError, Reply};
 use crate::state::{Claims, Sealer};
@@ -73,7 +72,7 @@ impl Outbound for CaptureOutbound {
 pub struct LegacyRouter {
     core: Arc<LaneCore>,
     sent: Arc<Capture>,
-    events: Option<mpsc::Receiver<BackendEvent>>,
+    events: Option<EventReceiver>,
     calls: Vec<PendingCall>,
 }
 

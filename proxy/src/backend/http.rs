@@ -15,6 +15,9 @@
 //!   is open (the TypeScript SDK 1.x does). rmcp 2.x sends every server request and log
 //!   notification there.
 //! - Our responses and notifications are POSTed too; the server answers `202`.
+//! - POSTs go out on the lean client of `call_http` (a paused call's response stream stays
+//!   open there for as long as the call is parked, so it must cost little); the GET streams and
+//!   the `DELETE` on hyper's (`http_client`).
 //! - `404` means the session expired: the lane re-initializes (a new session, same profile) and
 //!   every call in flight on the old session fails with [`BackendError::Crashed`].
 //! - `shutdown` DELETEs the session.
@@ -29,12 +32,12 @@ use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE, HOST};
 use http::{Method, Request, StatusCode, Uri};
 use http_body_util::{BodyExt as _, Full};
-use hyper::body::Incoming;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tracing::Instrument as _;
 
+use super::call_http::CallConnections;
 use super::http_client::{LaneConnections, Upstream};
 use super::lane_core::{CallTag, LaneCore, Outbound};
 use super::sse::SseParser;
@@ -84,7 +87,11 @@ struct Session {
 
 struct HttpShared {
     core: Arc<LaneCore>,
+    /// The GET streams and the DELETE (hyper).
     client: LaneConnections,
+    /// The POSTs: our requests (a paused call's response stream stays open on one of these for
+    /// as long as the call is parked), responses and notifications (call_http.rs).
+    posts: CallConnections,
     /// The request target: the upstream URL's path and query (origin form).
     path: Uri,
     /// The `Host` header: the upstream URL's authority.
@@ -185,9 +192,11 @@ impl HttpLane {
             IDLE_TIMEOUT,
             core.span.clone(),
         );
+        let posts = CallConnections::new(&uri, CONNECT_TIMEOUT, IDLE_TIMEOUT);
         let shared = Arc::new(HttpShared {
             core: Arc::clone(&core),
             client,
+            posts,
             target: format!(
                 "http://{}{}",
                 uri.host().unwrap_or_default(),
@@ -341,7 +350,7 @@ impl HttpShared {
         }
     }
 
-    fn post(&self, body: Bytes, session: &Session) -> Result<Request<Full<Bytes>>, BackendError> {
+    fn post(&self, body: Bytes, session: &Session) -> Result<Request<Bytes>, BackendError> {
         let mut request = Request::builder()
             .method(Method::POST)
             .uri(self.path.clone())
@@ -355,7 +364,7 @@ impl HttpShared {
             request = request.header(VERSION_HEADER, version);
         }
         request
-            .body(Full::new(body))
+            .body(body)
             .map_err(|error| BackendError::Protocol(format!("cannot build the request: {error}")))
     }
 
@@ -398,7 +407,7 @@ impl HttpShared {
         };
         let request = self.post(Bytes::from(message.to_vec()), &fresh)?;
         let exchange = async {
-            let response = self.client.request(request).await.map_err(|error| {
+            let response = self.posts.request(request).await.map_err(|error| {
                 BackendError::Unavailable(format!("cannot reach {}: {error}", self.target))
             })?;
             let status = response.status();
@@ -501,7 +510,11 @@ impl HttpShared {
 
     /// POSTs one of our requests and reads its response, resuming a dropped SSE stream.
     async fn run_request(self: Arc<Self>, id: Value, message: Message, session: Session) {
-        self.run_request_on(id, message, session, true).await;
+        // Kept serialized (for a resend after a 404) while the response streams: a paused
+        // call's task then holds its request as bytes, not as a JSON tree.
+        let body = Bytes::from(message.to_vec());
+        drop(message);
+        self.run_request_on(id, body, session, true).await;
     }
 
     /// [`Self::run_request`] on `session`; `resend_after_404`: a 404 (the session expired before
@@ -509,18 +522,18 @@ impl HttpShared {
     async fn run_request_on(
         self: Arc<Self>,
         id: Value,
-        message: Message,
+        body: Bytes,
         session: Session,
         resend_after_404: bool,
     ) {
-        let request = match self.post(Bytes::from(message.to_vec()), &session) {
+        let request = match self.post(body.clone(), &session) {
             Ok(request) => request,
             Err(error) => {
                 self.core.complete(&id, Err(error));
                 return;
             }
         };
-        let response = match self.client.request(request).await {
+        let response = match self.posts.request(request).await {
             Ok(response) => response,
             Err(error) => {
                 tracing::warn!(%error, "POST to the legacy server failed");
@@ -551,7 +564,7 @@ impl HttpShared {
                     && self.core.is_pending(&id)
                 {
                     tracing::debug!(id = %id, "sending the request again on the new legacy session");
-                    return Box::pin(self.run_request_on(id, message, renewed, false)).await;
+                    return Box::pin(self.run_request_on(id, body, renewed, false)).await;
                 }
             }
             self.core.complete(&id, Err(BackendError::Crashed));
@@ -564,12 +577,38 @@ impl HttpShared {
         }
         let success = status.is_success();
         let mut resume = self.read_response(response, Some(&id)).await;
+        if success && resume.is_some() && self.core.is_pending(&id) {
+            // Boxed: resuming is rare, and its state would otherwise be part of every call's
+            // task, a paused call's included.
+            match Box::pin(self.resume_stream(&id, resume)).await {
+                Some(end) => resume = end,
+                None => return,
+            }
+        }
+        if self.core.is_pending(&id) {
+            let error = match (success, resume) {
+                (true, Some(end)) if !end.clean => BackendError::Crashed,
+                (true, _) => {
+                    BackendError::Protocol("the response stream ended without the response".into())
+                }
+                (false, _) => {
+                    BackendError::Protocol(format!("the legacy server answered HTTP {status}"))
+                }
+            };
+            self.core.complete(&id, Err(error));
+        }
+    }
+
+    /// Resumes a call's SSE response stream that ended before the response (`GET` with
+    /// `Last-Event-ID`), until the response came or the stream cannot be resumed. `None`: the
+    /// call was failed here; otherwise how the last stream ended.
+    async fn resume_stream(
+        self: &Arc<Self>,
+        id: &Value,
+        mut resume: Option<StreamEnd>,
+    ) -> Option<Option<StreamEnd>> {
         let mut idle = 0;
-        while success
-            && self.core.is_pending(&id)
-            && self.core.is_alive()
-            && idle < MAX_IDLE_RESUMES
-        {
+        while self.core.is_pending(id) && self.core.is_alive() && idle < MAX_IDLE_RESUMES {
             let Some(end) = resume.take() else {
                 break;
             };
@@ -587,9 +626,9 @@ impl HttpShared {
                 Ok(response) if response.status().is_success() => {
                     // Read only while the call waits: a server that ignores `Last-Event-ID` would
                     // otherwise hold us on a fresh stream forever.
-                    let read = self.read_response(response, Some(&id));
+                    let read = self.read_response(response, Some(id));
                     let done = async {
-                        while self.core.is_pending(&id) {
+                        while self.core.is_pending(id) {
                             tokio::time::sleep(Duration::from_millis(100)).await;
                         }
                     };
@@ -613,9 +652,9 @@ impl HttpShared {
                     }
                 }
                 Ok(response) if response.status() == StatusCode::NOT_FOUND => {
-                    self.core.complete(&id, Err(BackendError::Crashed));
+                    self.core.complete(id, Err(BackendError::Crashed));
                     self.session_expired(session.epoch).await;
-                    return;
+                    return None;
                 }
                 Ok(response) => {
                     tracing::debug!(status = %response.status(), "resumption refused");
@@ -623,9 +662,9 @@ impl HttpShared {
                 }
                 Err(error) if error.is_connect() => {
                     tracing::warn!(%error, "the legacy server went away during a call");
-                    self.core.complete(&id, Err(BackendError::Crashed));
+                    self.core.complete(id, Err(BackendError::Crashed));
                     self.core.mark_dead();
-                    return;
+                    return None;
                 }
                 Err(error) => {
                     // Typically a pooled connection the dying server had already closed: try
@@ -639,29 +678,22 @@ impl HttpShared {
                 }
             }
         }
-        if self.core.is_pending(&id) {
-            let error = match (success, resume) {
-                (true, Some(end)) if !end.clean => BackendError::Crashed,
-                (true, _) => {
-                    BackendError::Protocol("the response stream ended without the response".into())
-                }
-                (false, _) => {
-                    BackendError::Protocol(format!("the legacy server answered HTTP {status}"))
-                }
-            };
-            self.core.complete(&id, Err(error));
-        }
+        Some(resume)
     }
 
     /// Reads a response body (JSON or SSE) through the router. For an SSE stream with event ids,
     /// returns what a resumption needs.
     /// `call`: the response belongs to that request of ours (what its stream carries is the
     /// call's); `None` for the answer to a POSTed response or notification.
-    async fn read_response(
+    async fn read_response<B>(
         &self,
-        response: http::Response<Incoming>,
+        response: http::Response<B>,
         call: Option<&Value>,
-    ) -> Option<StreamEnd> {
+    ) -> Option<StreamEnd>
+    where
+        B: hyper::body::Body<Data = Bytes>,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>> + std::fmt::Display,
+    {
         let content_type = response
             .headers()
             .get(CONTENT_TYPE)
@@ -706,12 +738,12 @@ impl HttpShared {
 
     /// Reads SSE events until the body ends, routing each `message` event. Returns whether the
     /// stream ended cleanly (rather than with a broken connection).
-    async fn read_sse(
-        &self,
-        mut body: Incoming,
-        parser: &mut SseParser,
-        call: Option<&Value>,
-    ) -> bool {
+    async fn read_sse<B>(&self, body: B, parser: &mut SseParser, call: Option<&Value>) -> bool
+    where
+        B: hyper::body::Body<Data = Bytes>,
+        B::Error: std::fmt::Display,
+    {
+        let mut body = std::pin::pin!(body);
         let clean = loop {
             match body.frame().await {
                 None => break true,
@@ -744,7 +776,7 @@ impl HttpShared {
     async fn post_message(self: &Arc<Self>, message: &Message) -> Result<(), BackendError> {
         let session = self.session();
         let request = self.post(Bytes::from(message.to_vec()), &session)?;
-        let response = self.client.request(request).await.map_err(|error| {
+        let response = self.posts.request(request).await.map_err(|error| {
             if error.is_connect() {
                 BackendError::Unavailable(format!("cannot reach {}: {error}", self.target))
             } else {

@@ -1,4 +1,6 @@
-//! The HTTP/1.1 connections of one HTTP lane to the legacy server.
+//! The hyper HTTP/1.1 connections of one HTTP lane to the legacy server: its standalone GET
+//! stream, the GETs that resume a call's broken stream, and the `DELETE` of the session (the
+//! POSTs go through the lean client of `call_http`).
 //!
 //! A lane is one legacy session, and its connections are never shared with another lane, so it
 //! keeps them itself: a request takes the most recently kept connection that is ready (its
@@ -27,8 +29,9 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 use tracing::Instrument as _;
 
-/// Kept connections per lane: the standalone GET stream, a call's POST stream, answers POSTed
-/// meanwhile, and concurrent requests on a shared lane. More are closed after their exchange.
+/// Kept connections per lane, for each of the two clients: for hyper's, the standalone GET
+/// stream and resumptions; for `call_http`'s, a call's POST stream, answers POSTed meanwhile,
+/// and concurrent requests on a shared lane. More are closed after their exchange.
 pub(super) const MAX_KEPT: usize = 8;
 
 /// Why a request failed.
@@ -40,6 +43,10 @@ pub(crate) enum ClientError {
     /// The exchange failed on an established connection.
     #[error(transparent)]
     Http(#[from] hyper::Error),
+    /// The exchange failed on an established connection of the lean client (call_http.rs): a
+    /// broken connection or a malformed response head.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
 }
 
 impl ClientError {

@@ -27,7 +27,10 @@ use tokio::sync::{mpsc, oneshot};
 use tracing::Span;
 
 use super::attribution::Attribution;
-use super::{BackendError, BackendEvent, ChangeFeed, PendingCall, CHANGE_NOTIFICATIONS};
+use super::{
+    BackendError, BackendEvent, ChangeFeed, EventReceiver, EventSender, PendingCall,
+    CHANGE_NOTIFICATIONS,
+};
 use crate::capabilities::CapabilityProfile;
 use crate::jsonrpc::{codes, ErrorObject, Message, Reply};
 
@@ -52,16 +55,16 @@ struct PendingEntry {
     progress: Option<String>,
 }
 
-/// A server request delivered to a lease and not answered yet.
+/// A server request delivered to a lease and not answered yet: what a local answer needs (its
+/// params are not kept: the call that received them holds them, and local answers ignore them).
 struct Delivered {
     id: Value,
     method: String,
-    params: Value,
 }
 
 struct LeaseRoute {
     generation: u64,
-    events: mpsc::Sender<BackendEvent>,
+    events: EventSender,
     /// Keyed by the serialised request id.
     delivered: HashMap<String, Delivered>,
     /// The kind of the calls the lease holder runs (for [`Attribution`]).
@@ -74,7 +77,7 @@ struct LeaseRoute {
 
 /// Where what arrives on one call's own POST response stream goes (a call on a shared session).
 struct CallRoute {
-    events: mpsc::Sender<BackendEvent>,
+    events: EventSender,
     kind: Arc<str>,
     /// Server requests delivered and not answered yet, by serialised id.
     delivered: HashMap<String, Delivered>,
@@ -88,10 +91,7 @@ pub(crate) enum CallTag {
     /// The call of the lease holder (exclusive lane).
     Leased,
     /// A call on a shared session: what its own response stream carries goes to `events`.
-    Routed {
-        events: mpsc::Sender<BackendEvent>,
-        kind: Arc<str>,
-    },
+    Routed { events: EventSender, kind: Arc<str> },
 }
 
 #[derive(Default)]
@@ -555,8 +555,8 @@ impl LaneCore {
 
     /// Routes events to a new lease; returns its generation and receiver. `kind` names the calls
     /// the holder runs (for [`Attribution`]).
-    pub fn attach_lease(&self, kind: Option<Arc<str>>) -> (u64, mpsc::Receiver<BackendEvent>) {
-        let (events, receiver) = mpsc::channel(LEASE_EVENTS);
+    pub fn attach_lease(&self, kind: Option<Arc<str>>) -> (u64, EventReceiver) {
+        let (events, receiver) = super::event_channel(LEASE_EVENTS);
         let mut state = self.state();
         state.lease_generation += 1;
         state.last_active = Some(Instant::now());
@@ -611,7 +611,7 @@ impl LaneCore {
                 lane = self.id,
                 "a server request of a finished call was never answered: answering it locally"
             );
-            let outcome = self.local_answer(&request.method, &request.params);
+            let outcome = self.local_answer(&request.method);
             self.send_detached(Message::response(request.id, outcome));
         }
     }
@@ -653,7 +653,7 @@ impl LaneCore {
     }
 
     /// The answer to a server request nobody can forward to a client (translation T7 of docs/proxy/how-it-works.md).
-    pub fn local_answer(&self, method: &str, _params: &Value) -> Result<Value, ErrorObject> {
+    pub fn local_answer(&self, method: &str) -> Result<Value, ErrorObject> {
         match method {
             "ping" => Ok(json!({})),
             "roots/list" if !self.roots.is_empty() => Ok(json!({
@@ -675,14 +675,14 @@ impl LaneCore {
         }
     }
 
-    fn answer_locally(&self, id: Value, method: &str, params: &Value) {
+    fn answer_locally(&self, id: Value, method: &str) {
         let _entered = self.span.enter();
         tracing::warn!(
             method = %method,
             lane = self.id,
             "unattributed server request answered locally"
         );
-        let outcome = self.local_answer(method, params);
+        let outcome = self.local_answer(method);
         self.send_detached(Message::response(id, outcome));
     }
 
@@ -798,7 +798,7 @@ impl LaneCore {
             let event = BackendEvent::ServerRequest {
                 id: id.clone(),
                 method: method.clone(),
-                params: params.clone(),
+                params,
             };
             let sent = match route.events.try_send(event) {
                 Ok(()) => Ok(()),
@@ -814,7 +814,6 @@ impl LaneCore {
                     Delivered {
                         id: id.clone(),
                         method: method.clone(),
-                        params: params.clone(),
                     },
                 );
                 state.call_requests.insert(key.clone(), call);
@@ -824,7 +823,7 @@ impl LaneCore {
         self.learn(|attribution| attribution.on_call_stream(&kind));
         match sent {
             Ok(()) => {}
-            Err(None) => self.answer_locally(id, &method, &params),
+            Err(None) => self.answer_locally(id, &method),
             Err(Some((events, event))) => {
                 // The call is not reading: wait for it without blocking the stream's reader.
                 let core = Arc::clone(self);
@@ -840,7 +839,7 @@ impl LaneCore {
                                 .is_some()
                         };
                         if still_ours {
-                            core.answer_locally(id, &method, &params);
+                            core.answer_locally(id, &method);
                         }
                     }
                 });
@@ -859,12 +858,12 @@ impl LaneCore {
         enum Next {
             Local,
             Delivered,
-            Later(mpsc::Sender<BackendEvent>, BackendEvent),
+            Later(EventSender, BackendEvent),
         }
         let event = BackendEvent::ServerRequest {
             id: id.clone(),
             method: method.clone(),
-            params: params.clone(),
+            params,
         };
         let next = {
             let mut state = self.state();
@@ -901,7 +900,6 @@ impl LaneCore {
                     let delivered = Delivered {
                         id: id.clone(),
                         method: method.clone(),
-                        params: params.clone(),
                     };
                     self.lease_events.fetch_add(1, Ordering::SeqCst);
                     match route.events.try_send(event) {
@@ -919,7 +917,7 @@ impl LaneCore {
             }
         };
         match next {
-            Next::Local => self.answer_locally(id, &method, &params),
+            Next::Local => self.answer_locally(id, &method),
             Next::Delivered => {
                 let _entered = self.span.enter();
                 tracing::debug!(method = %method, "server request routed to the lease");
@@ -938,7 +936,7 @@ impl LaneCore {
                                 .is_some()
                         };
                         if still_ours {
-                            core.answer_locally(id, &method, &params);
+                            core.answer_locally(id, &method);
                         }
                     }
                 });

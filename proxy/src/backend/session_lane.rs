@@ -13,10 +13,10 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::broadcast;
 
 use super::lane_core::LaneCore;
-use super::{BackendError, BackendEvent, ChangeFeed, ChangeNotice, Lane, LanePool};
+use super::{BackendError, ChangeFeed, ChangeNotice, EventReceiver, Lane, LanePool};
 use crate::capabilities::CapabilityProfile;
 
 /// A legacy client session's own lane and what the legacy server sends on it.
@@ -24,7 +24,7 @@ use crate::capabilities::CapabilityProfile;
 pub struct SessionLane {
     pub lane: Arc<Lane>,
     /// Server requests and notifications (but change notifications); closes when the lane dies.
-    pub events: mpsc::Receiver<BackendEvent>,
+    pub events: EventReceiver,
     /// `list_changed` and `resources/updated` notifications of this lane only.
     pub changes: broadcast::Receiver<ChangeNotice>,
 }

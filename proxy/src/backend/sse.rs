@@ -6,6 +6,9 @@
 //! delay; comments (`:`) and unknown fields are ignored. An event without data (for example the
 //! 2025-11-25 priming event, which carries only an id) is not reported.
 
+/// The most an empty line buffer keeps between chunks.
+const IDLE_LINE_CAPACITY: usize = 256;
+
 /// One complete SSE event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SseEvent {
@@ -55,8 +58,13 @@ impl SseParser {
             }
         }
         while let Some(at) = memchr::memchr2(b'\n', b'\r', chunk) {
-            self.line.extend_from_slice(&chunk[..at]);
-            self.end_line(&mut events);
+            if self.line.is_empty() {
+                // A whole line in the chunk: processed where it is, not copied.
+                self.process_raw(&chunk[..at], &mut events);
+            } else {
+                self.line.extend_from_slice(&chunk[..at]);
+                self.end_line(&mut events);
+            }
             let cr = chunk[at] == b'\r';
             chunk = &chunk[at + 1..];
             if cr {
@@ -68,6 +76,11 @@ impl SseParser {
             }
         }
         self.line.extend_from_slice(chunk);
+        if self.line.is_empty() && self.line.capacity() > IDLE_LINE_CAPACITY {
+            // Between events (a paused call's stream waits here for minutes): keep no large
+            // buffer from an earlier long line.
+            self.line = Vec::new();
+        }
         events
     }
 
@@ -80,13 +93,17 @@ impl SseParser {
     /// Processes the line in `self.line`, keeping the buffer (and its capacity) for the next one.
     fn end_line(&mut self, events: &mut Vec<SseEvent>) {
         let mut line = std::mem::take(&mut self.line);
-        // `from_utf8` first: its fast path is much cheaper than the lossy scan on valid text.
-        match std::str::from_utf8(&line) {
-            Ok(text) => self.process_line(text, events),
-            Err(_) => self.process_line(&String::from_utf8_lossy(&line), events),
-        }
+        self.process_raw(&line, events);
         line.clear();
         self.line = line;
+    }
+
+    fn process_raw(&mut self, line: &[u8], events: &mut Vec<SseEvent>) {
+        // `from_utf8` first: its fast path is much cheaper than the lossy scan on valid text.
+        match std::str::from_utf8(line) {
+            Ok(text) => self.process_line(text, events),
+            Err(_) => self.process_line(&String::from_utf8_lossy(line), events),
+        }
     }
 
     fn process_line(&mut self, line: &str, events: &mut Vec<SseEvent>) {
@@ -204,6 +221,18 @@ mod tests {
         let events = all(&mut parser, &[b"event: ping\ndata: 1\nretry: soon\n\n"]);
         assert_eq!(events[0].event, "ping");
         assert_eq!(parser.retry_ms(), None);
+    }
+
+    #[test]
+    fn a_long_line_leaves_no_large_buffer_behind() {
+        let mut parser = SseParser::new();
+        let long = format!("data: {}\n", "x".repeat(10_000));
+        assert!(parser.feed(&long.as_bytes()[..5000]).is_empty());
+        assert!(parser.line.capacity() >= 5000);
+        let events = parser.feed(format!("{}\n", &long[5000..]).as_bytes());
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].data.len(), 10_000);
+        assert!(parser.line.capacity() <= IDLE_LINE_CAPACITY);
     }
 
     proptest::proptest! {

@@ -36,10 +36,10 @@ const LOG_LINGER: Duration = Duration::from_millis(100);
 pub(super) struct PendingInput {
     pub(super) legacy_id: Value,
     pub(super) method: String,
-    /// The legacy params (what the legacy server sent; `elicitationId` kept here).
+    /// The legacy params (what the legacy server sent; `elicitationId` kept here). The
+    /// `InputRequest` shown to the client is built from them when the call pauses
+    /// ([`input_request`]), not kept: a parked call holds the request once.
     pub(super) legacy_params: Value,
-    /// The `InputRequest` shown to the client.
-    pub(super) input_request: Value,
 }
 
 /// A legacy call that is running or paused, owned by exactly one front request at a time.
@@ -55,7 +55,8 @@ pub(super) struct LiveCall {
     pub(super) round: u32,
     /// Keys handed out so far, for numbering (`elicitation_1`, `elicitation_2`, ...).
     pub(super) issued: HashMap<&'static str, u32>,
-    pub(super) pending: BTreeMap<String, PendingInput>,
+    /// Boxed values: a B-tree node has room for 11, and a paused call usually holds one.
+    pub(super) pending: BTreeMap<String, Box<PendingInput>>,
     /// Entries of the current front request's `inputResponses` that answer no pending request:
     /// a legacy request that arrives during this front request under one of these keys is
     /// answered with it at once (if it is a valid answer for its kind), without a round. Cleared
@@ -453,9 +454,8 @@ impl Engine {
                     }
                     debug!(key, "malformed input response offered up front: asking");
                 }
-                let input_request = input_request(&method, &params, &live.profile);
-                let size =
-                    serde_json::to_vec(&input_request).map_or(usize::MAX, |bytes| bytes.len());
+                let size = serde_json::to_vec(&input_request(&method, &params, &live.profile))
+                    .map_or(usize::MAX, |bytes| bytes.len());
                 if let Some(error) = limits::input_request_too_large(
                     size,
                     self.settings.limits.max_input_request_bytes,
@@ -467,12 +467,11 @@ impl Engine {
                 }
                 live.pending.insert(
                     key,
-                    PendingInput {
+                    Box::new(PendingInput {
                         legacy_id: id,
                         method,
                         legacy_params: params,
-                        input_request,
-                    },
+                    }),
                 );
                 None
             }
@@ -575,15 +574,13 @@ fn url_elicitation_round(
     for mut params in elicitations {
         params["mode"] = "url".into();
         let key = input_key(live, "elicitation/create", &params);
-        let input_request = input_request("elicitation/create", &params, &live.profile);
         live.pending.insert(
             key,
-            PendingInput {
+            Box::new(PendingInput {
                 legacy_id: Value::Null,
                 method: "elicitation/create".into(),
                 legacy_params: params,
-                input_request,
-            },
+            }),
         );
     }
     live.reissue = Some(true);

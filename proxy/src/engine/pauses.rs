@@ -35,7 +35,7 @@ use serde_json::{json, Map, Value};
 use tracing::{info, warn};
 
 use super::call_loop::LiveCall;
-use super::wire::internal;
+use super::wire::{input_request, internal};
 use crate::jsonrpc::ErrorObject;
 use crate::limits::{self, CallLimits, StoreHealth};
 use crate::refusals;
@@ -58,7 +58,9 @@ pub(super) enum Claimed {
 pub(super) struct PauseBook {
     store: Arc<dyn PauseStore>,
     sealer: Sealer,
-    live: Mutex<HashMap<PauseId, LiveCall>>,
+    /// Boxed: the table keeps spare slots as it grows (up to half of them empty), and a slot
+    /// of a pointer costs 8 bytes where an inline `LiveCall` costs hundreds.
+    live: Mutex<HashMap<PauseId, Box<LiveCall>>>,
     health: StoreHealth,
     /// Set when shutdown begins: calls in flight may finish, none pauses any more.
     draining: AtomicBool,
@@ -84,7 +86,7 @@ impl PauseBook {
         }
     }
 
-    fn live(&self) -> MutexGuard<'_, HashMap<PauseId, LiveCall>> {
+    fn live(&self) -> MutexGuard<'_, HashMap<PauseId, Box<LiveCall>>> {
         self.live.lock().expect("live map lock")
     }
 
@@ -158,7 +160,10 @@ impl PauseBook {
         let input_requests: Map<String, Value> = live
             .pending
             .iter()
-            .map(|(key, pending)| (key.clone(), pending.input_request.clone()))
+            .map(|(key, pending)| {
+                let shown = input_request(&pending.method, &pending.legacy_params, &live.profile);
+                (key.clone(), shown)
+            })
             .collect();
         let input_keys: Vec<String> = live.pending.keys().cloned().collect();
         let method = live.method.clone();
@@ -199,7 +204,7 @@ impl PauseBook {
                     });
                     // In the map before the record exists: no retry can come before the client has the
                     // state, and an eviction or the sweep that sees it without a record leaves it be.
-                    paused.insert(pause_id, live);
+                    paused.insert(pause_id, Box::new(live));
                     Ok((record, result))
                 }
             }
@@ -292,7 +297,7 @@ impl PauseBook {
             .store
             .set_status(&pause_id, PauseStatus::Finished)
             .await;
-        Ok(Claimed::Here(Box::new(live)))
+        Ok(Claimed::Here(live))
     }
 
     /// Where the live call of a pause this instance does not hold is: `Some(url)` of the live
@@ -419,7 +424,7 @@ impl PauseBook {
     /// call `notifications/cancelled`, and the store is flushed. Returns how many were ended.
     pub(super) async fn shutdown(&self) -> usize {
         self.begin_drain();
-        let calls: Vec<(PauseId, LiveCall)> = self.live().drain().collect();
+        let calls: Vec<(PauseId, Box<LiveCall>)> = self.live().drain().collect();
         let count = calls.len();
         for (pause_id, mut live) in calls {
             if let Err(error) = self

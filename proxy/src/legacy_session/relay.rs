@@ -31,7 +31,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::route::{flush_queue_into_request, send, targets};
-use crate::backend::{BackendError, BackendEvent, Lane, SessionLane};
+use crate::backend::{BackendError, BackendEvent, EventReceiver, Lane, SessionLane};
 use crate::jsonrpc::{codes, ErrorObject, Message, Reply};
 use crate::request::Outgoing;
 use mcp_migrate_rules::RuleId;
@@ -488,7 +488,7 @@ impl Session {
     /// What the server sends, to the client, until the lane dies or the session ends.
     async fn pump(
         self: Arc<Self>,
-        mut events: mpsc::Receiver<BackendEvent>,
+        mut events: EventReceiver,
         mut changes: broadcast::Receiver<crate::backend::ChangeNotice>,
         mut barriers: mpsc::UnboundedReceiver<oneshot::Sender<()>>,
     ) {

@@ -167,7 +167,7 @@ pub fn call_params(name: &str, arguments: Value) -> Value {
     json!({"name": name, "arguments": arguments})
 }
 
-pub async fn next_event(events: &mut tokio::sync::mpsc::Receiver<BackendEvent>) -> BackendEvent {
+pub async fn next_event(events: &mut mcp_mrtr_proxy::backend::EventReceiver) -> BackendEvent {
     within(STEP, events.recv())
         .await
         .expect("the lease's event channel closed")
@@ -175,7 +175,7 @@ pub async fn next_event(events: &mut tokio::sync::mpsc::Receiver<BackendEvent>) 
 
 /// The next server request on a lease (notifications in between are skipped).
 pub async fn next_server_request(
-    events: &mut tokio::sync::mpsc::Receiver<BackendEvent>,
+    events: &mut mcp_mrtr_proxy::backend::EventReceiver,
 ) -> (Value, String, Value) {
     loop {
         if let BackendEvent::ServerRequest { id, method, params } = next_event(events).await {

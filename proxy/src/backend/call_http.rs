@@ -1,0 +1,604 @@
+//! A lean HTTP/1.1 client for the POSTs of one HTTP lane: our requests, responses and
+//! notifications to the legacy server.
+//!
+//! Why not hyper here: the POST of a call that paused stays open for as long as its person takes
+//! to answer (the legacy server sent its `elicitation/create` on that response stream and will
+//! send the result there too), and a paused call is parked by the thousand. A hyper connection
+//! costs about 28 KiB however idle it is (its dispatch channel, an 8 KiB header buffer, a read
+//! buffer that starts at 8 KiB and never shrinks; bench/paused-calls.md). Here an open response
+//! holds its socket, a few framing fields and the bytes of an unfinished chunk, nothing more: the
+//! read buffer is released whenever it is empty and the body waits for the server.
+//!
+//! What it speaks: a request with `Content-Length` (one write); a response head parsed by
+//! `httparse` (`1xx` heads skipped); a body framed by `Content-Length`, `chunked` (chunk sizes
+//! parsed by `httparse`, extensions and trailers skipped) or the end of the connection. The
+//! connection is kept for the next POST once its response body was read to the end (HTTP/1.1
+//! without `Connection: close`), as [`super::http_client`] does for hyper's connections; a kept
+//! connection the server closed meanwhile is noticed before it is reused.
+//!
+//! Malformed or truncated input (a bad head, a bad chunk size, a missing CRLF, a connection that
+//! ends mid-body) is an `io::Error` from the body (`InvalidData`, `UnexpectedEof`), never a panic;
+//! every line buffered while waiting is bounded.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, Weak};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::{Buf as _, Bytes, BytesMut};
+use http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING};
+use http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode, Uri};
+use hyper::body::{Body, Frame, SizeHint};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpStream;
+
+use super::http_client::{ClientError, MAX_KEPT};
+
+/// Bytes asked of the socket per read.
+const READ_CHUNK: usize = 8 * 1024;
+/// The largest response head.
+const MAX_HEAD: usize = 64 * 1024;
+/// The most header fields in a response head.
+const MAX_HEADERS: usize = 64;
+/// The longest chunk-size or trailer line.
+const MAX_LINE: usize = 4 * 1024;
+/// Bodies larger than this are written after the head rather than copied next to it.
+const COPY_BODY_UP_TO: usize = 16 * 1024;
+
+/// The POST connections of one lane to its legacy server.
+pub(crate) struct CallConnections {
+    pool: Arc<Pool>,
+}
+
+struct Pool {
+    /// Host name or IP address (IPv6 without brackets).
+    host: String,
+    port: u16,
+    connect_timeout: Duration,
+    idle_timeout: Duration,
+    idle: Mutex<Vec<Idle>>,
+}
+
+struct Idle {
+    stream: TcpStream,
+    since: Instant,
+}
+
+impl CallConnections {
+    /// Connections to `uri`'s authority (`http` only: the caller checked the scheme).
+    pub(crate) fn new(uri: &Uri, connect_timeout: Duration, idle_timeout: Duration) -> Self {
+        let host = uri.host().unwrap_or("localhost");
+        let host = host
+            .strip_prefix('[')
+            .and_then(|host| host.strip_suffix(']'))
+            .unwrap_or(host)
+            .to_owned();
+        CallConnections {
+            pool: Arc::new(Pool {
+                host,
+                port: uri.port_u16().unwrap_or(80),
+                connect_timeout,
+                idle_timeout,
+                idle: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// Sends `request` (origin-form URI, `Host` set by the caller) and reads the response head;
+    /// the body streams from the returned response.
+    pub(crate) async fn request(
+        &self,
+        request: Request<Bytes>,
+    ) -> Result<Response<CallBody>, ClientError> {
+        let (head, body) = encode(&request);
+        let mut stream = match self.pool.take_idle() {
+            Some(stream) => stream,
+            None => self.pool.connect().await?,
+        };
+        stream.write_all(&head).await?;
+        if let Some(body) = body {
+            stream.write_all(&body).await?;
+        }
+        let mut buf = BytesMut::new();
+        loop {
+            if let Some((head, used)) = parse_head(&buf)? {
+                buf.advance(used);
+                if head.status.is_informational() {
+                    continue;
+                }
+                return Ok(head.into_response(stream, buf, Arc::downgrade(&self.pool)));
+            }
+            if buf.len() > MAX_HEAD {
+                return Err(invalid("the response head is too large").into());
+            }
+            buf.reserve(READ_CHUNK);
+            if stream.read_buf(&mut buf).await? == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the connection closed before the response head",
+                )
+                .into());
+            }
+            quickack(&stream);
+        }
+    }
+
+    /// Connections kept for reuse (idle).
+    #[cfg(test)]
+    fn idle(&self) -> usize {
+        lock(&self.pool.idle).len()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poison| poison.into_inner())
+}
+
+fn invalid(what: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, what.to_owned())
+}
+
+impl Pool {
+    /// The most recently kept connection that is still open and not idle too long.
+    fn take_idle(&self) -> Option<TcpStream> {
+        let mut idle = lock(&self.idle);
+        while let Some(kept) = idle.pop() {
+            if kept.since.elapsed() > self.idle_timeout {
+                continue;
+            }
+            // An idle connection has nothing to read: anything else (the server's FIN, a reset,
+            // stray bytes) means it cannot carry another exchange.
+            match kept.stream.try_read(&mut [0u8; 1]) {
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                    return Some(kept.stream)
+                }
+                _ => continue,
+            }
+        }
+        None
+    }
+
+    fn keep(&self, stream: TcpStream) {
+        let mut idle = lock(&self.idle);
+        idle.retain(|kept| kept.since.elapsed() <= self.idle_timeout);
+        if idle.len() < MAX_KEPT {
+            idle.push(Idle {
+                stream,
+                since: Instant::now(),
+            });
+        }
+    }
+
+    async fn connect(&self) -> Result<TcpStream, ClientError> {
+        let connect = TcpStream::connect((self.host.as_str(), self.port));
+        let stream = match tokio::time::timeout(self.connect_timeout, connect).await {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(error)) => return Err(ClientError::Connect(Box::new(error))),
+            Err(_) => {
+                return Err(ClientError::Connect(
+                    format!("no connection within {:?}", self.connect_timeout).into(),
+                ))
+            }
+        };
+        // Best effort, as for hyper's connections (http_client.rs: `QuickAckIo`).
+        let _ = stream.set_nodelay(true);
+        quickack(&stream);
+        Ok(stream)
+    }
+}
+
+/// Acknowledge at once what arrives (`TCP_QUICKACK`; the kernel clears it, so it is set again
+/// after every read): see `QuickAckIo` in http_client.rs for the 40 ms stall it avoids.
+fn quickack(stream: &TcpStream) {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        let _ = socket2::SockRef::from(stream).set_tcp_quickack(true);
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let _ = stream;
+}
+
+/// The request head (with the body when small), and the body to write after it when large.
+fn encode(request: &Request<Bytes>) -> (Vec<u8>, Option<Bytes>) {
+    let body = request.body();
+    let target = request
+        .uri()
+        .path_and_query()
+        .map_or("/", |path| path.as_str());
+    let mut head = Vec::with_capacity(
+        256 + target.len()
+            + if body.len() <= COPY_BODY_UP_TO {
+                body.len()
+            } else {
+                0
+            },
+    );
+    head.extend_from_slice(request.method().as_str().as_bytes());
+    head.push(b' ');
+    head.extend_from_slice(target.as_bytes());
+    head.extend_from_slice(b" HTTP/1.1\r\n");
+    for (name, value) in request.headers() {
+        if name == CONTENT_LENGTH || name == TRANSFER_ENCODING {
+            continue;
+        }
+        head.extend_from_slice(name.as_str().as_bytes());
+        head.extend_from_slice(b": ");
+        head.extend_from_slice(value.as_bytes());
+        head.extend_from_slice(b"\r\n");
+    }
+    head.extend_from_slice(b"content-length: ");
+    head.extend_from_slice(body.len().to_string().as_bytes());
+    head.extend_from_slice(b"\r\n\r\n");
+    if body.len() <= COPY_BODY_UP_TO {
+        head.extend_from_slice(body);
+        (head, None)
+    } else {
+        (head, Some(body.clone()))
+    }
+}
+
+/// A parsed response head.
+struct Head {
+    status: StatusCode,
+    headers: HeaderMap,
+    framing: Framing,
+    keep_alive: bool,
+}
+
+/// The response head at the start of `buf` and its length, `None` while incomplete.
+fn parse_head(buf: &[u8]) -> io::Result<Option<(Head, usize)>> {
+    if buf.is_empty() {
+        return Ok(None);
+    }
+    let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut response = httparse::Response::new(&mut fields);
+    let used = match response.parse(buf) {
+        Ok(httparse::Status::Complete(used)) => used,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(error) => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("bad response head: {error}"),
+            ))
+        }
+    };
+    let status = response
+        .code
+        .and_then(|code| StatusCode::from_u16(code).ok())
+        .ok_or_else(|| invalid("bad response status"))?;
+    let mut headers = HeaderMap::with_capacity(response.headers.len());
+    for field in response.headers.iter() {
+        let name = HeaderName::from_bytes(field.name.as_bytes())
+            .map_err(|_| invalid("bad response header name"))?;
+        let value = HeaderValue::from_bytes(field.value)
+            .map_err(|_| invalid("bad response header value"))?;
+        headers.append(name, value);
+    }
+    let http11 = response.version == Some(1);
+    let close = headers
+        .get_all(CONNECTION)
+        .iter()
+        .any(|value| has_token(value, "close"));
+    let mut keep_alive = http11 && !close;
+    let framing = if status == StatusCode::NO_CONTENT
+        || status == StatusCode::NOT_MODIFIED
+        || status.is_informational()
+    {
+        Framing::Length(0)
+    } else if headers.contains_key(TRANSFER_ENCODING) {
+        let chunked = headers
+            .get_all(TRANSFER_ENCODING)
+            .iter()
+            .next_back()
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.rsplit(',').next())
+            .is_some_and(|last| last.trim().eq_ignore_ascii_case("chunked"));
+        if chunked {
+            Framing::Chunked(Chunk::Size)
+        } else {
+            keep_alive = false;
+            Framing::UntilClose
+        }
+    } else if headers.contains_key(CONTENT_LENGTH) {
+        let mut length = None;
+        for value in headers.get_all(CONTENT_LENGTH) {
+            for part in value
+                .to_str()
+                .map_err(|_| invalid("bad Content-Length"))?
+                .split(',')
+            {
+                let part: u64 = part
+                    .trim()
+                    .parse()
+                    .map_err(|_| invalid("bad Content-Length"))?;
+                if length.is_some_and(|length| length != part) {
+                    return Err(invalid("conflicting Content-Length values"));
+                }
+                length = Some(part);
+            }
+        }
+        Framing::Length(length.unwrap_or(0))
+    } else {
+        keep_alive = false;
+        Framing::UntilClose
+    };
+    Ok(Some((
+        Head {
+            status,
+            headers,
+            framing,
+            keep_alive,
+        },
+        used,
+    )))
+}
+
+fn has_token(value: &HeaderValue, token: &str) -> bool {
+    value.to_str().is_ok_and(|value| {
+        value
+            .split(',')
+            .any(|part| part.trim().eq_ignore_ascii_case(token))
+    })
+}
+
+impl Head {
+    fn into_response(
+        self,
+        stream: TcpStream,
+        buf: BytesMut,
+        pool: Weak<Pool>,
+    ) -> Response<CallBody> {
+        let mut body = CallBody {
+            stream: Some(stream),
+            buf,
+            framing: self.framing,
+            keep_alive: self.keep_alive,
+            pool,
+        };
+        if matches!(body.framing, Framing::Length(0)) {
+            body.framing = Framing::Done;
+            body.release();
+        }
+        let mut response = Response::new(body);
+        *response.status_mut() = self.status;
+        *response.headers_mut() = self.headers;
+        response
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Framing {
+    /// This many bytes are left.
+    Length(u64),
+    Chunked(Chunk),
+    /// Until the server closes the connection.
+    UntilClose,
+    /// The body ended (or failed): nothing more comes.
+    Done,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Chunk {
+    /// Reading a chunk-size line.
+    Size,
+    /// This many bytes of the chunk's data are left.
+    Data(u64),
+    /// The CRLF after a chunk's data.
+    DataEnd,
+    /// After the last chunk: trailer lines until an empty one.
+    Trailers,
+}
+
+/// A response body read from its connection; it hands the connection back for reuse once read
+/// to the end, and closes it when dropped before.
+pub(crate) struct CallBody {
+    /// `None` once released or failed.
+    stream: Option<TcpStream>,
+    /// Received bytes not decoded yet. Released whenever empty while the body waits.
+    buf: BytesMut,
+    framing: Framing,
+    keep_alive: bool,
+    pool: Weak<Pool>,
+}
+
+impl std::fmt::Debug for CallBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallBody")
+            .field("framing", &self.framing)
+            .field("buffered", &self.buf.len())
+            .field("open", &self.stream.is_some())
+            .finish()
+    }
+}
+
+impl CallBody {
+    /// The next data of the body from what `buf` holds, moving through the framing; `None` when
+    /// more bytes are needed or the body ended.
+    fn decode(&mut self) -> io::Result<Option<Bytes>> {
+        loop {
+            let buf = &mut self.buf;
+            let (next, data) = match self.framing {
+                Framing::Done => return Ok(None),
+                Framing::Length(0) => (Framing::Done, None),
+                Framing::Length(left) => {
+                    if buf.is_empty() {
+                        return Ok(None);
+                    }
+                    let take = left.min(buf.len() as u64);
+                    (
+                        Framing::Length(left - take),
+                        Some(buf.split_to(take as usize).freeze()),
+                    )
+                }
+                Framing::UntilClose => {
+                    if buf.is_empty() {
+                        return Ok(None);
+                    }
+                    (Framing::UntilClose, Some(buf.split().freeze()))
+                }
+                Framing::Chunked(Chunk::Size) => {
+                    if buf.first().is_some_and(|first| !first.is_ascii_hexdigit()) {
+                        return Err(invalid("bad chunk size"));
+                    }
+                    match httparse::parse_chunk_size(buf) {
+                        Ok(httparse::Status::Complete((used, size))) => {
+                            buf.advance(used);
+                            let next = if size == 0 {
+                                Chunk::Trailers
+                            } else {
+                                Chunk::Data(size)
+                            };
+                            (Framing::Chunked(next), None)
+                        }
+                        Ok(httparse::Status::Partial) if buf.len() > MAX_LINE => {
+                            return Err(invalid("chunk size line too long"))
+                        }
+                        Ok(httparse::Status::Partial) => return Ok(None),
+                        Err(_) => return Err(invalid("bad chunk size")),
+                    }
+                }
+                Framing::Chunked(Chunk::Data(left)) => {
+                    if buf.is_empty() {
+                        return Ok(None);
+                    }
+                    let take = left.min(buf.len() as u64);
+                    let next = if take == left {
+                        Chunk::DataEnd
+                    } else {
+                        Chunk::Data(left - take)
+                    };
+                    (
+                        Framing::Chunked(next),
+                        Some(buf.split_to(take as usize).freeze()),
+                    )
+                }
+                Framing::Chunked(Chunk::DataEnd) => {
+                    if buf.starts_with(b"\r\n") {
+                        buf.advance(2);
+                    } else if buf.starts_with(b"\n") {
+                        buf.advance(1);
+                    } else if buf.is_empty() || &buf[..] == b"\r" {
+                        return Ok(None);
+                    } else {
+                        return Err(invalid("no CRLF after chunk data"));
+                    }
+                    (Framing::Chunked(Chunk::Size), None)
+                }
+                Framing::Chunked(Chunk::Trailers) => {
+                    let Some(at) = memchr::memchr(b'\n', buf) else {
+                        if buf.len() > MAX_LINE {
+                            return Err(invalid("trailer line too long"));
+                        }
+                        return Ok(None);
+                    };
+                    let empty = at == 0 || (at == 1 && buf[0] == b'\r');
+                    buf.advance(at + 1);
+                    if empty {
+                        (Framing::Done, None)
+                    } else {
+                        (Framing::Chunked(Chunk::Trailers), None)
+                    }
+                }
+            };
+            self.framing = next;
+            if let Some(data) = data {
+                return Ok(Some(data));
+            }
+        }
+    }
+
+    /// The body ended: the connection goes back to the pool if it can carry another exchange.
+    fn release(&mut self) {
+        if let Some(stream) = self.stream.take() {
+            if self.keep_alive && self.buf.is_empty() {
+                if let Some(pool) = self.pool.upgrade() {
+                    pool.keep(stream);
+                }
+            }
+        }
+        self.buf = BytesMut::new();
+    }
+
+    fn fail(&mut self, error: io::Error) -> Poll<Option<io::Result<Frame<Bytes>>>> {
+        self.framing = Framing::Done;
+        self.stream = None;
+        self.buf = BytesMut::new();
+        Poll::Ready(Some(Err(error)))
+    }
+
+    /// Waiting for the server: keep no more memory than the undecoded bytes need.
+    fn shrink(&mut self) {
+        if self.buf.is_empty() {
+            self.buf = BytesMut::new();
+        } else if self.buf.capacity() > 2 * self.buf.len().max(512) {
+            self.buf = BytesMut::from(&self.buf[..]);
+        }
+    }
+}
+
+impl Body for CallBody {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<io::Result<Frame<Bytes>>>> {
+        let this = self.get_mut();
+        loop {
+            match this.decode() {
+                Ok(Some(data)) => return Poll::Ready(Some(Ok(Frame::data(data)))),
+                Ok(None) => {}
+                Err(error) => return this.fail(error),
+            }
+            if matches!(this.framing, Framing::Done) {
+                this.release();
+                return Poll::Ready(None);
+            }
+            let Some(stream) = this.stream.as_ref() else {
+                return Poll::Ready(None);
+            };
+            match stream.poll_read_ready(cx) {
+                Poll::Pending => {
+                    this.shrink();
+                    return Poll::Pending;
+                }
+                Poll::Ready(Err(error)) => return this.fail(error),
+                Poll::Ready(Ok(())) => {}
+            }
+            this.buf.reserve(READ_CHUNK);
+            match stream.try_read_buf(&mut this.buf) {
+                Ok(0) => {
+                    if matches!(this.framing, Framing::UntilClose) {
+                        this.keep_alive = false;
+                        this.framing = Framing::Done;
+                        continue;
+                    }
+                    return this.fail(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the connection closed in the middle of the response body",
+                    ));
+                }
+                Ok(_) => quickack(stream),
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
+                Err(error) => return this.fail(error),
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self.framing, Framing::Done)
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self.framing {
+            Framing::Length(left) => SizeHint::with_exact(left),
+            Framing::Done => SizeHint::with_exact(0),
+            _ => SizeHint::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,344 @@
+//! The lean POST client against a raw TCP server that writes scripted bytes: framing, reuse,
+//! and every way a legacy server's response can be malformed or cut short.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use http_body_util::BodyExt as _;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpListener;
+
+use super::*;
+
+/// Reads one request (head and `Content-Length` body); `None` when the client closed.
+async fn read_request(stream: &mut TcpStream) -> Option<Vec<u8>> {
+    let mut buf = Vec::new();
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let length: usize = head
+                .lines()
+                .find_map(|line| line.strip_prefix("content-length: "))
+                .map_or(0, |value| value.trim().parse().unwrap());
+            while buf.len() < end + 4 + length {
+                let mut more = [0u8; 1024];
+                let n = stream.read(&mut more).await.ok()?;
+                if n == 0 {
+                    return None;
+                }
+                buf.extend_from_slice(&more[..n]);
+            }
+            return Some(buf);
+        }
+        let mut more = [0u8; 1024];
+        let n = stream.read(&mut more).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&more[..n]);
+    }
+}
+
+/// A server running `handler` on every connection it accepts; counts connections.
+async fn server<F, Fut>(handler: F) -> (Uri, Arc<AtomicUsize>)
+where
+    F: Fn(TcpStream) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let connections = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&connections);
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            counter.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(handler(stream));
+        }
+    });
+    (
+        format!("http://{address}/mcp").parse().unwrap(),
+        connections,
+    )
+}
+
+/// A server answering every request on a connection with `response`, then closing it if
+/// `close`.
+async fn scripted(response: &'static [u8], close: bool) -> (Uri, Arc<AtomicUsize>) {
+    server(move |mut stream| async move {
+        while read_request(&mut stream).await.is_some() {
+            if stream.write_all(response).await.is_err() || close {
+                return;
+            }
+        }
+    })
+    .await
+}
+
+fn client(uri: &Uri) -> CallConnections {
+    CallConnections::new(uri, Duration::from_secs(2), Duration::from_secs(30))
+}
+
+fn post(uri: &Uri, body: &'static str) -> Request<Bytes> {
+    Request::builder()
+        .method("POST")
+        .uri("/mcp")
+        .header(http::header::HOST, uri.authority().unwrap().as_str())
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(Bytes::from_static(body.as_bytes()))
+        .unwrap()
+}
+
+/// The whole body, or the error that ended it; fails the test if it takes more than 5 s.
+async fn collect(response: Response<CallBody>) -> io::Result<Bytes> {
+    tokio::time::timeout(Duration::from_secs(5), response.into_body().collect())
+        .await
+        .expect("the body neither ended nor failed")
+        .map(|body| body.to_bytes())
+}
+
+#[tokio::test]
+async fn content_length_bodies_reuse_one_connection() {
+    let (uri, connections) = scripted(
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 7\r\n\r\n{\"a\":1}",
+        false,
+    )
+    .await;
+    let client = client(&uri);
+    for _ in 0..5 {
+        let response = client.request(post(&uri, "{}")).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(response.headers()["content-type"], "application/json");
+        assert_eq!(collect(response).await.unwrap(), "{\"a\":1}");
+    }
+    assert_eq!(connections.load(Ordering::SeqCst), 1);
+    assert_eq!(client.idle(), 1);
+}
+
+#[tokio::test]
+async fn the_request_is_sent_with_its_headers_and_body() {
+    let (seen_tx, mut seen) = tokio::sync::mpsc::unbounded_channel();
+    let (uri, _) = server(move |mut stream| {
+        let seen_tx = seen_tx.clone();
+        async move {
+            let request = read_request(&mut stream).await.unwrap();
+            let _ = seen_tx.send(request);
+            let _ = stream
+                .write_all(b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n")
+                .await;
+        }
+    })
+    .await;
+    let body = "x".repeat(COPY_BODY_UP_TO + 10);
+    let body: &'static str = Box::leak(body.into_boxed_str());
+    let response = client(&uri).request(post(&uri, body)).await.unwrap();
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    assert!(response.body().is_end_stream());
+    let request = String::from_utf8(seen.recv().await.unwrap()).unwrap();
+    assert!(request.starts_with("POST /mcp HTTP/1.1\r\n"), "{request}");
+    assert!(request.contains("content-type: application/json\r\n"));
+    assert!(request.contains(&format!("content-length: {}\r\n", body.len())));
+    assert!(request.ends_with(body));
+}
+
+#[tokio::test]
+async fn chunked_bodies_are_decoded_however_they_are_cut() {
+    // Extensions, a trailer, informational heads first; written one byte at a time.
+    const RESPONSE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n\
+        content-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n\
+        5;name=value\r\nhello\r\nA\r\n, world!!!\r\n0\r\nx-trailer: 1\r\n\r\n";
+    let (uri, connections) = server(|mut stream| async move {
+        while read_request(&mut stream).await.is_some() {
+            for byte in RESPONSE {
+                if stream.write_all(&[*byte]).await.is_err() {
+                    return;
+                }
+            }
+        }
+    })
+    .await;
+    let client = client(&uri);
+    for _ in 0..2 {
+        let response = client.request(post(&uri, "{}")).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(collect(response).await.unwrap(), "hello, world!!!");
+    }
+    assert_eq!(connections.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_body_until_close_ends_with_the_connection_which_is_not_reused() {
+    let (uri, connections) = scripted(b"HTTP/1.1 200 OK\r\n\r\nall of it", true).await;
+    let client = client(&uri);
+    for _ in 0..2 {
+        let response = client.request(post(&uri, "{}")).await.unwrap();
+        assert_eq!(collect(response).await.unwrap(), "all of it");
+    }
+    assert_eq!(connections.load(Ordering::SeqCst), 2);
+    assert_eq!(client.idle(), 0);
+}
+
+#[tokio::test]
+async fn a_connection_the_server_closed_while_idle_is_not_reused() {
+    let (uri, connections) =
+        scripted(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok", true).await;
+    let client = client(&uri);
+    for _ in 0..3 {
+        let response = client.request(post(&uri, "{}")).await.unwrap();
+        assert_eq!(collect(response).await.unwrap(), "ok");
+        // Let the server's FIN arrive before the next request.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(connections.load(Ordering::SeqCst), 3);
+}
+
+async fn body_error(response: &'static [u8]) -> io::Error {
+    let (uri, _) = scripted(response, true).await;
+    let response = client(&uri).request(post(&uri, "{}")).await.unwrap();
+    collect(response).await.unwrap_err()
+}
+
+#[tokio::test]
+async fn a_truncated_chunk_is_an_error() {
+    let error =
+        body_error(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n10\r\nonly part").await;
+    assert_eq!(error.kind(), io::ErrorKind::UnexpectedEof, "{error}");
+}
+
+#[tokio::test]
+async fn a_body_shorter_than_its_content_length_is_an_error() {
+    let error = body_error(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\nshort").await;
+    assert_eq!(error.kind(), io::ErrorKind::UnexpectedEof, "{error}");
+}
+
+#[tokio::test]
+async fn bad_chunk_framing_is_an_error() {
+    for response in [
+        &b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n"[..],
+        b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n1ffffffffffffffff\r\n",
+        b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nhiXX0\r\n\r\n",
+    ] {
+        let error = body_error(response).await;
+        assert_eq!(error.kind(), io::ErrorKind::InvalidData, "{error}");
+    }
+}
+
+#[tokio::test]
+async fn endless_size_and_trailer_lines_are_errors_not_memory() {
+    let (uri, _) = server(|mut stream| async move {
+        read_request(&mut stream).await;
+        let _ = stream
+            .write_all(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n1;")
+            .await;
+        let filler = vec![b'x'; 1024];
+        for _ in 0..64 {
+            if stream.write_all(&filler).await.is_err() {
+                return;
+            }
+        }
+    })
+    .await;
+    let response = client(&uri).request(post(&uri, "{}")).await.unwrap();
+    let error = collect(response).await.unwrap_err();
+    assert_eq!(error.kind(), io::ErrorKind::InvalidData, "{error}");
+}
+
+#[tokio::test]
+async fn bad_response_heads_are_errors() {
+    for (response, what) in [
+        (&b"NOT HTTP AT ALL\r\n\r\n"[..], "bad response head"),
+        (
+            b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\ncontent-length: 3\r\n\r\nok",
+            "conflicting",
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\ncontent-length: -1\r\n\r\n",
+            "Content-Length",
+        ),
+        (b"HTTP/1.1 200 OK\r\ncontent-le", "before the response head"),
+    ] {
+        let (uri, _) = scripted(response, true).await;
+        let error = client(&uri).request(post(&uri, "{}")).await.unwrap_err();
+        assert!(error.to_string().contains(what), "{what}: {error}");
+        assert!(!error.is_connect());
+    }
+}
+
+#[tokio::test]
+async fn a_connection_reset_in_the_middle_of_an_event_is_an_error() {
+    let (uri, _) = server(|mut stream| async move {
+        read_request(&mut stream).await;
+        let _ = stream
+            .write_all(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                  transfer-encoding: chunked\r\n\r\n20\r\ndata: {\"jsonrpc\":\"2.0\",\"met",
+            )
+            .await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        // SO_LINGER 0: closing sends a reset.
+        let _ = socket2::SockRef::from(&stream).set_linger(Some(Duration::ZERO));
+        drop(stream);
+    })
+    .await;
+    let response = client(&uri).request(post(&uri, "{}")).await.unwrap();
+    let mut body = response.into_body();
+    let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
+    assert!(first.starts_with(b"data: "));
+    let error = tokio::time::timeout(Duration::from_secs(5), body.frame())
+        .await
+        .expect("no hang")
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        matches!(
+            error.kind(),
+            io::ErrorKind::ConnectionReset | io::ErrorKind::UnexpectedEof
+        ),
+        "{error}"
+    );
+    assert!(body.frame().await.is_none(), "nothing after the error");
+}
+
+#[tokio::test]
+async fn a_waiting_body_holds_no_read_buffer() {
+    let (release_tx, release) = tokio::sync::oneshot::channel::<()>();
+    let release = Arc::new(Mutex::new(Some(release)));
+    let (uri, _) = server(move |mut stream| {
+        let release = lock(&release).take();
+        async move {
+            read_request(&mut stream).await;
+            let _ = stream
+                .write_all(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n6\r\nfirst\n\r\n")
+                .await;
+            if let Some(release) = release {
+                let _ = release.await;
+            }
+            let _ = stream.write_all(b"5\r\nlast\n\r\n0\r\n\r\n").await;
+        }
+    })
+    .await;
+    let response = client(&uri).request(post(&uri, "{}")).await.unwrap();
+    let mut body = response.into_body();
+    let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
+    assert_eq!(first, "first\n");
+    // Waiting for the rest (as a paused call's stream does): nothing buffered, nothing held.
+    let waited = tokio::time::timeout(Duration::from_millis(100), body.frame()).await;
+    assert!(waited.is_err());
+    assert_eq!(body.buf.capacity(), 0);
+    release_tx.send(()).unwrap();
+    let last = body.frame().await.unwrap().unwrap().into_data().unwrap();
+    assert_eq!(last, "last\n");
+    assert!(body.frame().await.is_none());
+}
+
+#[tokio::test]
+async fn nothing_listening_is_a_connect_error() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let uri: Uri = format!("http://{}/mcp", listener.local_addr().unwrap())
+        .parse()
+        .unwrap();
+    drop(listener);
+    let error = client(&uri).request(post(&uri, "{}")).await.unwrap_err();
+    assert!(error.is_connect(), "{error:?}");
+}
