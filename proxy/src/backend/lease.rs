@@ -1,0 +1,157 @@
+//! A call's hold on a lane ([`Lease`]): exclusive, or one call on a shared session, and what
+//! happens to the lane when the lease ends ([`LeaseReturn`]: back to the pool, or retired when its
+//! call was cancelled or did not finish, after a grace for the cancelled call's answer).
+
+use super::pool::PoolShared;
+use super::*;
+
+/// How long a lane whose call was cancelled stays out of the pool waiting for the legacy server
+/// to finish that call (its response to the cancelled request) before it is retired instead.
+const CANCEL_GRACE: Duration = Duration::from_millis(300);
+
+/// A lane for one correlatable call: send the call with [`Lease::request`], read what the
+/// legacy server sends for it from `events`.
+///
+/// - **Exclusive** (stdio, HTTP+SSE, Streamable HTTP servers that send mid-call requests on the
+///   session's GET stream): every [`BackendEvent`] of the lane goes to `events` while the lease
+///   lives; dropping the lease returns the lane to the pool, or retires it when the call was
+///   cancelled or is still running (its late output must not reach the next call).
+/// - **Shared** (Streamable HTTP servers that send them on the call's own POST response stream,
+///   see [`attribution`]): the lane carries other calls too; `events` gets what arrives on this
+///   call's own response stream.
+///
+/// Keep the whole `Lease` alive for the call (moving `events` out is fine). `events` closes when
+/// the lane dies. Server requests that were delivered to `events` and not answered with
+/// [`Lane::respond`] by the time the lease is dropped are answered locally (as unattributed ones),
+/// so the legacy server never waits forever.
+#[derive(Debug)]
+pub struct Lease {
+    pub lane: Arc<Lane>,
+    pub events: EventReceiver,
+    pub(super) mode: LeaseMode,
+    pub(super) _return: Option<LeaseReturn>,
+}
+
+#[derive(Debug)]
+pub(super) enum LeaseMode {
+    Exclusive,
+    Shared {
+        events: EventSender,
+        kind: Arc<str>,
+        /// Legacy ids of the calls sent, whose routes end with the lease.
+        calls: Vec<u64>,
+    },
+}
+
+impl Lease {
+    /// Sends the call (or, after a -32042 round, the call again) with a fresh legacy id.
+    pub async fn request(
+        &mut self,
+        method: &str,
+        params: Value,
+    ) -> Result<PendingCall, BackendError> {
+        let tag = match &self.mode {
+            LeaseMode::Exclusive => CallTag::Leased,
+            LeaseMode::Shared { events, kind, .. } => CallTag::Routed {
+                events: events.clone(),
+                kind: Arc::clone(kind),
+            },
+        };
+        let call = self.lane.request_tagged(method, params, tag).await?;
+        if let (LeaseMode::Shared { calls, .. }, Some(id)) =
+            (&mut self.mode, call.legacy_id.as_u64())
+        {
+            calls.push(id);
+        }
+        Ok(call)
+    }
+
+    /// Whether the call shares its legacy session with other calls.
+    pub fn is_shared(&self) -> bool {
+        matches!(self.mode, LeaseMode::Shared { .. })
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if let LeaseMode::Shared { calls, .. } = &self.mode {
+            self.lane.core().detach_calls(calls);
+        }
+    }
+}
+
+/// Returns a leased lane to the pool when dropped.
+pub(super) struct LeaseReturn {
+    pub(super) pool: Arc<PoolShared>,
+    pub(super) lane: Arc<Lane>,
+    pub(super) generation: u64,
+    /// The lane's cancelled-request count when the lease began.
+    pub(super) cancelled_before: u64,
+    /// The kind this lease probes for [`Attribution`], if it is a probe.
+    pub(super) probe: Option<Arc<str>>,
+}
+
+impl std::fmt::Debug for LeaseReturn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaseReturn")
+            .field("lane", &self.lane.id())
+            .field("generation", &self.generation)
+            .finish()
+    }
+}
+
+impl Drop for LeaseReturn {
+    fn drop(&mut self) {
+        let core = self.lane.core();
+        let (asked, waiting) = core.lease_report(self.generation).unwrap_or((false, false));
+        // A call cancelled or still running may still send output (its response, a late
+        // request): the lane goes, rather than to the next call.
+        let tainted = waiting || core.cancelled_count() != self.cancelled_before;
+        if let Some(kind) = &self.probe {
+            self.pool
+                .attribution
+                .probe_ended(kind, !asked && !waiting && !tainted);
+        }
+        let only_cancels_open = tainted && !waiting && self.lane.is_alive();
+        if only_cancels_open && core.cancels_open() == 0 {
+            // The cancelled calls already finished on the legacy side: nothing more will come.
+            core.detach_lease(self.generation);
+            self.pool.release(&self.lane);
+            return;
+        }
+        if only_cancels_open {
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                // Still leased (no new call gets it) while the legacy server finishes the
+                // cancelled calls; a server that never answers a cancelled request (the
+                // TypeScript SDK) loses the lane after the grace.
+                let (pool, lane, generation) = (
+                    Arc::clone(&self.pool),
+                    Arc::clone(&self.lane),
+                    self.generation,
+                );
+                runtime.spawn(async move {
+                    let deadline = Instant::now() + CANCEL_GRACE;
+                    while lane.core().cancels_open() > 0 && Instant::now() < deadline {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                    lane.core().detach_lease(generation);
+                    if lane.core().cancels_open() == 0 && lane.is_alive() {
+                        pool.release(&lane);
+                    } else if lane.is_alive() {
+                        pool.retire(&lane);
+                    } else {
+                        pool.release(&lane);
+                    }
+                });
+                return;
+            }
+        }
+        // Detach first: from here on the lane answers server requests itself.
+        core.detach_lease(self.generation);
+        if tainted && self.lane.is_alive() {
+            self.pool.retire(&self.lane);
+        } else {
+            self.pool.release(&self.lane);
+        }
+    }
+}
