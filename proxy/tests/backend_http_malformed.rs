@@ -10,37 +10,11 @@ use backend_support::*;
 use mcp_mrtr_proxy::backend::{BackendSpec, LanePool, UpstreamTransport};
 use mcp_mrtr_proxy::capabilities::CapabilityProfile;
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::io::AsyncWriteExt as _;
 use tokio::net::{TcpListener, TcpStream};
 
-/// One request: its head (lower-cased) and body; `None` when the client closed.
-async fn read_request(stream: &mut TcpStream) -> Option<(String, Vec<u8>)> {
-    let mut buf = Vec::new();
-    loop {
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-            let length: usize = head
-                .lines()
-                .find_map(|line| line.strip_prefix("content-length: "))
-                .map_or(0, |value| value.trim().parse().unwrap());
-            while buf.len() < end + 4 + length {
-                let mut more = [0u8; 4096];
-                let n = stream.read(&mut more).await.ok()?;
-                if n == 0 {
-                    return None;
-                }
-                buf.extend_from_slice(&more[..n]);
-            }
-            return Some((head, buf[end + 4..end + 4 + length].to_vec()));
-        }
-        let mut more = [0u8; 4096];
-        let n = stream.read(&mut more).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&more[..n]);
-    }
-}
+mod raw_http;
+use raw_http::read_request;
 
 fn json_response(body: &Value) -> Vec<u8> {
     let body = body.to_string();
@@ -57,7 +31,8 @@ const SSE_HEAD: &str =
 
 /// Serves one connection: a proper session, and `tools/call NAME` answered as NAME says.
 async fn serve(mut stream: TcpStream) {
-    while let Some((head, body)) = read_request(&mut stream).await {
+    while let Some(request) = read_request(&mut stream).await {
+        let (head, body) = (request.head(), request.body().to_vec());
         if !head.starts_with("post ") {
             let answer: &[u8] = if head.starts_with("delete ") {
                 b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n"

@@ -207,14 +207,7 @@ async fn each_tool_lands_where_its_requests_arrive_on_a_typescript_sdk_server() 
 /// `Retry-After`, JSON-RPC -32000 naming `pool-size`), counted in `/metrics`; no pause is
 /// dropped, and once a pause is answered its lane serves the refused caller's retry.
 async fn a_new_call_is_refused_when_paused_calls_hold_every_lane(kind: BackendKind) {
-    let stack = Stack::start(
-        kind,
-        ProxyOptions {
-            pool_size: Some(1),
-            ..ProxyOptions::default()
-        },
-    )
-    .await;
+    let stack = Stack::start(kind, ProxyOptions::one_lane()).await;
     let raw = stack.raw();
     let first = ask(&raw, 1).await;
     let (requests, state) = first.input_required();
@@ -311,14 +304,7 @@ async fn an_evicted_pause_is_told_why_python_shared_session() {
 /// winding down, to the next call: the lane is retired and the next call gets a fresh one, sees
 /// only its own input request and gets only its own result.
 async fn no_cross_talk_when_a_lane_is_recycled(kind: BackendKind) {
-    let stack = Stack::start(
-        kind,
-        ProxyOptions {
-            pool_size: Some(1),
-            ..ProxyOptions::default()
-        },
-    )
-    .await;
+    let stack = Stack::start(kind, ProxyOptions::one_lane()).await;
     let raw = stack.raw();
     for round in 0..3 {
         // A call that sends progress for 2 s, abandoned after 300 ms.

@@ -80,14 +80,7 @@ async fn a_new_call_works(proxy: &Proxy) {
 async fn a_killed_stdio_backend_loses_the_paused_call_and_is_replaced() {
     mcp_migrate_tests::support::binaries_async().await;
     mcp_migrate_tests::support::within(Duration::from_secs(120), "killed backend", async {
-        let stack = Stack::start(
-            BackendKind::Stdio,
-            ProxyOptions {
-                pool_size: Some(1),
-                ..ProxyOptions::default()
-            },
-        )
-        .await;
+        let stack = Stack::start(BackendKind::Stdio, ProxyOptions::one_lane()).await;
         let raw = stack.raw();
         let (requests, state) = pause_ask_name(&raw).await;
 
@@ -209,14 +202,7 @@ async fn a_backend_restart_mid_pause_loses_the_pause(kind: BackendKind) {
 /// server no longer knows), so the stream ends with an error that says to listen again, and a
 /// new stream subscribes anew.
 async fn a_backend_crash_ends_listen_streams_with_an_error(kind: BackendKind) {
-    let mut stack = Stack::start(
-        kind,
-        ProxyOptions {
-            pool_size: Some(1),
-            ..ProxyOptions::default()
-        },
-    )
-    .await;
+    let mut stack = Stack::start(kind, ProxyOptions::one_lane()).await;
     // No capabilities: the profile of the lane the proxy starts with (see proxy_subscriptions).
     let raw = stack.raw().with_capabilities(json!({}));
     let filter = json!({ "resourceSubscriptions": ["test://watched"] });

@@ -165,14 +165,7 @@ per_backend!(120;
 /// T14: a client that disconnects mid-call cancels the legacy call (`notifications/cancelled`
 /// with the proxy's legacy id), and the lane serves the next call.
 async fn a_disconnect_mid_call_cancels_the_legacy_call(kind: BackendKind) {
-    let stack = Stack::start(
-        kind,
-        ProxyOptions {
-            pool_size: Some(1),
-            ..ProxyOptions::default()
-        },
-    )
-    .await;
+    let stack = Stack::start(kind, ProxyOptions::one_lane()).await;
     let raw = stack.raw();
     let mut request = raw.tool_request("slow_count", json!({"n": 100}));
     request.body["params"]["_meta"]["progressToken"] = json!("p");

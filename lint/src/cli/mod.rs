@@ -275,30 +275,20 @@ pub fn run(args: Args, ordered: Vec<(usize, Level, String)>) -> u8 {
     };
     let options = RenderOptions { color };
     let rendered = match &args.output_file {
-        Some(path) => std::fs::File::create(path).and_then(|file| {
-            let mut writer = io::BufWriter::new(file);
-            output::render(
-                args.format,
-                &outcome.diagnostics,
-                &outcome.summary,
-                options,
-                &mut writer,
-            )?;
-            writer.flush()
-        }),
-        None => {
-            let stdout = io::stdout();
-            let mut writer = io::BufWriter::new(stdout.lock());
-            output::render(
-                args.format,
-                &outcome.diagnostics,
-                &outcome.summary,
-                options,
-                &mut writer,
-            )
-            .and_then(|()| writer.flush())
-        }
-    };
+        Some(path) => std::fs::File::create(path).map(|file| Box::new(file) as Box<dyn Write>),
+        None => Ok(Box::new(io::stdout().lock()) as Box<dyn Write>),
+    }
+    .and_then(|out| {
+        let mut writer = io::BufWriter::new(out);
+        output::render(
+            args.format,
+            &outcome.diagnostics,
+            &outcome.summary,
+            options,
+            &mut writer,
+        )?;
+        writer.flush()
+    });
     if let Err(error) = rendered {
         // A closed pipe (`cargo mcp-lint | head`) is the reader's choice, not a failure.
         if error.kind() != io::ErrorKind::BrokenPipe {

@@ -491,6 +491,16 @@ mod tests {
             .join(" ")
     }
 
+    /// Asserts that each of `kept` is in `out` and none of `gone`.
+    fn assert_kept_and_gone(out: &str, kept: &[&str], gone: &[&str]) {
+        for piece in kept {
+            assert!(out.contains(piece), "kept: {piece}\n{out}");
+        }
+        for piece in gone {
+            assert!(!out.contains(piece), "gone: {piece}\n{out}");
+        }
+    }
+
     fn masked(text: &str) -> String {
         scan(text, 256, true)
             .masked
@@ -537,27 +547,31 @@ mod tests {
         let text = "async fn call(ctx: Ctx) -> R {\n    /// A doc comment.\n    let peer = ctx.peer.clone();\n    log(1);\n    if ready { prepare(); } else { wait(); }\n    let r = match x { A => { tally(); peer.list_roots().await } B => 2 };\n    tokio::spawn(async move { quiet(); peer.create_message(p).await; });\n    S { a: 1 }.finish();\n    done(r)\n}\n";
         let out = masked(text);
         assert_eq!(out.len(), text.len());
-        for kept in [
-            "let peer = ctx.peer.clone();",
-            "let r = match x { A => {",
-            "peer.list_roots().await } B => 2 };",
-            "tokio::spawn(async move {",
-            "peer.create_message(p).await; });",
-            "done(r)",
-        ] {
-            assert!(out.contains(kept), "{kept}");
-        }
-        for gone in [
-            "doc comment",
-            "log(1)",
-            "if ready",
-            "else",
-            "tally",
-            "quiet",
-            "S { a: 1 }",
-        ] {
-            assert!(!out.contains(gone), "{gone}");
-        }
+        assert_kept_and_gone(
+            &out,
+            &[
+                "let peer = ctx.peer.clone();",
+                "let r = match x { A => {",
+                "peer.list_roots().await } B => 2 };",
+                "tokio::spawn(async move {",
+                "peer.create_message(p).await; });",
+                "done(r)",
+            ],
+            &[],
+        );
+        assert_kept_and_gone(
+            &out,
+            &[],
+            &[
+                "doc comment",
+                "log(1)",
+                "if ready",
+                "else",
+                "tally",
+                "quiet",
+                "S { a: 1 }",
+            ],
+        );
         syn::parse_file(&out).unwrap();
     }
 
@@ -565,13 +579,15 @@ mod tests {
     fn lets_stay_when_a_kept_token_names_what_they_bind() {
         let text = "fn f(ctx: Ctx) {\n    let p = ctx.peer.clone();\n    let q = p;\n    let r#ref = 1;\n    let unused = compute(2);\n    let p = other();\n    q.list_roots();\n    let noisy = x.create_message(m);\n    r#ref\n}\n";
         let out = masked(text);
-        for kept in [
-            "let p = ctx.peer.clone();",
-            "let q = p;",
-            "let noisy = x.create_message(m);",
-        ] {
-            assert!(out.contains(kept), "{kept}");
-        }
+        assert_kept_and_gone(
+            &out,
+            &[
+                "let p = ctx.peer.clone();",
+                "let q = p;",
+                "let noisy = x.create_message(m);",
+            ],
+            &[],
+        );
         // Read, but bound to nothing that can be a peer: the name stays bound, shadowing as
         // before, and nothing else of the statement is parsed.
         let squeezed = squeeze(&out);
@@ -585,15 +601,17 @@ mod tests {
     fn lets_keep_their_initialiser_when_it_may_bind_a_peer_or_a_state() {
         let text = "struct S { client_peer: Arc<Mutex<Option<Peer<RoleServer>>>> }\nfn f(s: S, ctx: RequestContext<RoleServer>, opt: Option<u8>) {\n    let c = ctx;\n    let f = s.client_peer.lock();\n    let typed: Peer<RoleServer> = make();\n    let label = name.to_string();\n    let Some(x) = opt else { return };\n    let arm = match opt { Some(found) => 1, None => 2 };\n    let via_arm = found;\n    items.iter().for_each(|item| { let from_closure = item; from_closure.list_roots(); });\n    c.list_roots(); f.list_roots(); typed.list_roots(); x.list_roots(); via_arm.list_roots();\n    label.list_roots(); arm.list_roots();\n}\n";
         let out = masked(text);
-        for kept in [
-            "let c = ctx;",
-            "let f = s.client_peer.lock();",
-            "let typed: Peer<RoleServer> = make();",
-            "let via_arm = found;",
-            "let from_closure = item;",
-        ] {
-            assert!(out.contains(kept), "{kept}\n{out}");
-        }
+        assert_kept_and_gone(
+            &out,
+            &[
+                "let c = ctx;",
+                "let f = s.client_peer.lock();",
+                "let typed: Peer<RoleServer> = make();",
+                "let via_arm = found;",
+                "let from_closure = item;",
+            ],
+            &[],
+        );
         // No request state is checked in this file: `to_string` makes nothing here.
         let squeezed = squeeze(&out);
         for cut in ["let label ;", "let Some(x) ;"] {
@@ -633,23 +651,27 @@ mod tests {
     fn imports_stay_when_what_is_kept_names_them() {
         let text = "use std::fmt;\nuse std::sync::{Arc, Mutex};\nuse std::io::Write as _;\nuse rmcp as mcp;\nuse rmcp::model::*;\nuse crate::hub::{self, Hub};\nuse rmcp::service::{Peer as P, RoleServer};\nuse rmcp::transport::SseServer;\nfn quiet() { fmt::write(); }\nfn ask(peer: P) -> Arc<u8> {\n    use std::time::Duration;\n    use std::collections::HashMap;\n    hub::go(1).list_roots();\n    quiet();\n    peer.list_roots(Duration::ZERO)\n}\n";
         let out = masked(text);
-        for kept in [
-            "use std::sync::{Arc, Mutex};",
-            "use rmcp as mcp;",
-            "use rmcp::model::*;",
-            "use crate::hub::{self, Hub};",
-            "fn ask(peer: P) -> Arc<u8> {",
-            "use rmcp::service::{Peer as P, RoleServer};",
-            // A trigger word: reported at the import.
-            "use rmcp::transport::SseServer;",
-            "use std::time::Duration;",
-        ] {
-            assert!(out.contains(kept), "{kept}\n{out}");
-        }
+        assert_kept_and_gone(
+            &out,
+            &[
+                "use std::sync::{Arc, Mutex};",
+                "use rmcp as mcp;",
+                "use rmcp::model::*;",
+                "use crate::hub::{self, Hub};",
+                "fn ask(peer: P) -> Arc<u8> {",
+                "use rmcp::service::{Peer as P, RoleServer};",
+                // A trigger word: reported at the import.
+                "use rmcp::transport::SseServer;",
+                "use std::time::Duration;",
+            ],
+            &[],
+        );
         // `fmt` is named only in what is blanked; `_` and `HashMap` nowhere.
-        for gone in ["use std::fmt;", "Write as _", "HashMap", "quiet()"] {
-            assert!(!out.contains(gone), "{gone}\n{out}");
-        }
+        assert_kept_and_gone(
+            &out,
+            &[],
+            &["use std::fmt;", "Write as _", "HashMap", "quiet()"],
+        );
         syn::parse_file(&out).unwrap();
     }
 

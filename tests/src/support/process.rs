@@ -254,6 +254,17 @@ pub struct ProxyOptions {
     pub legacy_args: Vec<OsString>,
 }
 
+impl ProxyOptions {
+    /// `--pool-size 1`, everything else left to the proxy's defaults: one legacy lane, so a
+    /// paused or running call holds all of it.
+    pub fn one_lane() -> ProxyOptions {
+        ProxyOptions {
+            pool_size: Some(1),
+            ..ProxyOptions::default()
+        }
+    }
+}
+
 /// A running `mcp-mrtr-proxy`, killed (with its backend children) on drop.
 #[derive(Debug)]
 pub struct Proxy {

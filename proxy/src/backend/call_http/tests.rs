@@ -6,39 +6,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use http_body_util::BodyExt as _;
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::io::AsyncWriteExt as _;
 use tokio::net::TcpListener;
 
 use super::*;
 
-/// Reads one request (head and `Content-Length` body); `None` when the client closed.
-async fn read_request(stream: &mut TcpStream) -> Option<Vec<u8>> {
-    let mut buf = Vec::new();
-    loop {
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-            let length: usize = head
-                .lines()
-                .find_map(|line| line.strip_prefix("content-length: "))
-                .map_or(0, |value| value.trim().parse().unwrap());
-            while buf.len() < end + 4 + length {
-                let mut more = [0u8; 1024];
-                let n = stream.read(&mut more).await.ok()?;
-                if n == 0 {
-                    return None;
-                }
-                buf.extend_from_slice(&more[..n]);
-            }
-            return Some(buf);
-        }
-        let mut more = [0u8; 1024];
-        let n = stream.read(&mut more).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&more[..n]);
-    }
-}
+#[path = "../../../tests/raw_http/mod.rs"]
+mod raw_http;
+use raw_http::read_request;
 
 /// A server running `handler` on every connection it accepts; counts connections.
 async fn server<F, Fut>(handler: F) -> (Uri, Arc<AtomicUsize>)
@@ -122,7 +97,7 @@ async fn the_request_is_sent_with_its_headers_and_body() {
         let seen_tx = seen_tx.clone();
         async move {
             let request = read_request(&mut stream).await.unwrap();
-            let _ = seen_tx.send(request);
+            let _ = seen_tx.send(request.bytes);
             let _ = stream
                 .write_all(b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n")
                 .await;
