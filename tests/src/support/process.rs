@@ -524,15 +524,27 @@ impl Proxy {
     /// SIGKILLs every legacy server process of the proxy (stdio backend) and waits until they
     /// are dead. Returns their pids (empty if there were none).
     pub async fn kill_backend(&self) -> Vec<u32> {
+        let dead_lanes = || {
+            self.log_lines()
+                .iter()
+                .filter(|line| line.contains("lane is dead"))
+                .count()
+        };
+        let dead_before = dead_lanes();
         let pids = self.backend_pids();
         for &pid in &pids {
             sigkill(pid);
         }
         within(
             Duration::from_secs(10),
-            "killed backend processes to die",
+            "killed backend processes to die and the proxy to notice",
             async {
                 while pids.iter().any(|&pid| is_alive(pid)) {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                // The proxy reads the child's end of stdout in its own time: a test that acts
+                // right after the kill acts on what the proxy knows, not on a race with it.
+                while dead_lanes() == dead_before {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
             },
