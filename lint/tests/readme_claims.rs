@@ -1,5 +1,5 @@
-//! What the README promises a new user, checked: the first quick-start command's summary line and
-//! the `--version` of the linter.
+//! What the README promises a new user, checked: the first quick-start command's summary line,
+//! the `--version` of the linter, and that CI runs the README's test command.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -60,4 +60,23 @@ fn version_is_printed_directly_and_as_a_cargo_subcommand() {
             "{args:?}"
         );
     }
+}
+
+/// The README's second quick-start command (the whole test suite) is a line of `.ci/run`, as is.
+#[test]
+fn ci_runs_the_test_command_the_readme_gives() {
+    let root = workspace_root();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let command = readme
+        .lines()
+        .skip_while(|line| !line.starts_with("# 2. run the whole test suite"))
+        .nth(1)
+        .expect("the README's quick start has a step 2 with the test command")
+        .trim();
+    assert!(command.starts_with("cargo test"), "{command}");
+    let ci = std::fs::read_to_string(root.join(".ci/run")).unwrap();
+    assert!(
+        ci.lines().any(|line| line.trim() == command),
+        "`.ci/run` does not run the README's test command `{command}`"
+    );
 }
