@@ -230,18 +230,28 @@ fn spawn_signal_handler(shutdown: tokio_util::sync::CancellationToken) {
     });
 }
 
-/// Probes the pause store every second ([`store::PauseStore::health`]).
-fn spawn_store_probe(engine: Arc<engine::Engine>, shutdown: tokio_util::sync::CancellationToken) {
+/// Runs `tick` every `period` (the first at once) until `shutdown`.
+fn spawn_every<F, Fut>(period: Duration, shutdown: tokio_util::sync::CancellationToken, tick: F)
+where
+    F: Fn() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
     tokio::spawn(async move {
-        let mut interval = tokio::time::interval(limits::STORE_PROBE_PERIOD);
+        let mut interval = tokio::time::interval(period);
         loop {
             tokio::select! {
-                _ = interval.tick() => {
-                    engine.probe_store().await;
-                }
+                _ = interval.tick() => tick().await,
                 () = shutdown.cancelled() => return,
             }
         }
+    });
+}
+
+/// Probes the pause store every second ([`store::PauseStore::health`]).
+fn spawn_store_probe(engine: Arc<engine::Engine>, shutdown: tokio_util::sync::CancellationToken) {
+    spawn_every(limits::STORE_PROBE_PERIOD, shutdown, move || {
+        let engine = engine.clone();
+        async move { engine.probe_store().await }
     });
 }
 
@@ -250,14 +260,9 @@ fn spawn_legacy_sweeper(
     legacy: Arc<legacy_session::LegacySessions>,
     shutdown: tokio_util::sync::CancellationToken,
 ) {
-    tokio::spawn(async move {
-        let mut interval = tokio::time::interval(legacy.sweep_period());
-        loop {
-            tokio::select! {
-                _ = interval.tick() => legacy.sweep().await,
-                () = shutdown.cancelled() => return,
-            }
-        }
+    spawn_every(legacy.sweep_period(), shutdown, move || {
+        let legacy = legacy.clone();
+        async move { legacy.sweep().await }
     });
 }
 
@@ -269,32 +274,22 @@ fn spawn_idle_lane_closer(
     shutdown: tokio_util::sync::CancellationToken,
 ) {
     let period = (idle_timeout / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
-    tokio::spawn(async move {
-        let mut interval = tokio::time::interval(period);
-        loop {
-            tokio::select! {
-                _ = interval.tick() => {
-                    pool.close_idle_lanes();
-                }
-                () = shutdown.cancelled() => return,
-            }
-        }
+    spawn_every(period, shutdown, move || {
+        pool.close_idle_lanes();
+        std::future::ready(())
     });
 }
 
+/// Expires paused calls past their deadline, checking four times per `--pause-ttl` (at most
+/// every 5 s, at least every 100 ms).
 fn spawn_sweeper(
     engine: Arc<engine::Engine>,
     pause_ttl: Duration,
     shutdown: tokio_util::sync::CancellationToken,
 ) {
     let period = (pause_ttl / 4).clamp(Duration::from_millis(100), Duration::from_secs(5));
-    tokio::spawn(async move {
-        let mut interval = tokio::time::interval(period);
-        loop {
-            tokio::select! {
-                _ = interval.tick() => engine.sweep().await,
-                () = shutdown.cancelled() => return,
-            }
-        }
+    spawn_every(period, shutdown, move || {
+        let engine = engine.clone();
+        async move { engine.sweep().await }
     });
 }

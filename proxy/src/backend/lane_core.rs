@@ -110,8 +110,9 @@ struct CoreState {
     /// has come for them since (the Python SDK answers a cancelled request with an error; the
     /// TypeScript SDK sends nothing).
     cancels_open: HashSet<String>,
-    /// When a request of ours last started or ended, or a lease last came or went (none yet:
-    /// the lane's creation).
+    /// When a request of ours last ended or a lease last went (none yet: the lane's creation).
+    /// Only read while nothing is in flight or leased ([`LaneCore::idle_for`]), so the starts
+    /// need no stamp.
     last_active: Option<Instant>,
 }
 
@@ -421,7 +422,6 @@ impl LaneCore {
                 Some((key, rx)) => (Some(key), Some(rx)),
                 None => (None, None),
             };
-            state.last_active = Some(Instant::now());
             state.pending.insert(
                 id,
                 PendingEntry {
@@ -559,7 +559,6 @@ impl LaneCore {
         let (events, receiver) = super::event_channel(LEASE_EVENTS);
         let mut state = self.state();
         state.lease_generation += 1;
-        state.last_active = Some(Instant::now());
         let generation = state.lease_generation;
         state.lease = Some(LeaseRoute {
             generation,
