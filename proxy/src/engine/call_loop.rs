@@ -64,10 +64,13 @@ pub(super) struct LiveCall {
     pub(super) offered: Map<String, Value>,
     /// The highest progress value sent per front progress token.
     pub(super) last_progress: Option<f64>,
-    /// The progress token the legacy request was sent with. After a -32042 round the request is
-    /// sent again with the retry's params, which match the original ones (the `requestState`
-    /// digest checks that, `_meta` aside), so the params themselves are not kept.
+    /// The progress token the legacy request was sent with (`Null`: none, see
+    /// `progress_tokens.rs`). After a -32042 round the request is sent again with the retry's
+    /// params, which match the original ones (the `requestState` digest checks that, `_meta`
+    /// aside), so the params themselves are not kept.
     pub(super) progress_token: Value,
+    /// The legacy call has asked the client something (a server request or a -32042 round).
+    pub(super) asked: bool,
     /// The legacy request has answered (its response receiver must not be polled again).
     pub(super) answered: bool,
     /// The legacy server refused with -32042: once the URL elicitations are accepted, the proxy
@@ -148,8 +151,12 @@ impl Engine {
             Err(error) => return Some(Err(internal(error.to_string()))),
         };
         // Unique per lane (= per legacy session), which is all a progress token needs; no
-        // random bytes per call.
-        let token = lease.lane.mint_progress_token();
+        // random bytes per call. Only for calls that may want progress (`progress_tokens.rs`).
+        let token = if self.progress_tokens.wanted(&request.method, &request.params) {
+            lease.lane.mint_progress_token()
+        } else {
+            Value::Null
+        };
         let legacy_request = legacy_params(&request.params, token.as_str());
         let call = match lease.request(&request.method, legacy_request).await {
             Ok(call) => call,
@@ -170,6 +177,7 @@ impl Engine {
             offered: input_responses(&request.params),
             last_progress: None,
             progress_token: token,
+            asked: false,
             answered: false,
             reissue: None,
         };
@@ -284,6 +292,10 @@ impl Engine {
         let step = self.run(&mut live, request, sink).instrument(span).await;
         match step {
             Step::Finished(outcome) => {
+                if !live.asked {
+                    self.progress_tokens
+                        .finished_quietly(&live.method, &request.params);
+                }
                 self.pauses.finish(live);
                 Some(outcome)
             }
@@ -324,6 +336,7 @@ impl Engine {
                     };
                     if let Err(error) = &outcome {
                         if error.code == codes::LEGACY_URL_ELICITATION_REQUIRED {
+                            self.note_asked(live, request);
                             if let Some(step) = url_elicitation_round(live, sink, error) {
                                 return step;
                             }
@@ -371,6 +384,14 @@ impl Engine {
         }
     }
 
+    /// The legacy call asked the client something: its kind's calls carry a progress token.
+    fn note_asked(&self, live: &mut LiveCall, request: &FrontRequest) {
+        if !live.asked {
+            live.asked = true;
+            self.progress_tokens.asked(&live.method, &request.params);
+        }
+    }
+
     /// Delivers what the legacy server sent before its response but the proxy has not handled
     /// yet: it belongs to this request. Over an HTTP backend, logs travel on the session's GET
     /// stream, apart from the response (rmcp 2.x), and may arrive after it: when the front
@@ -406,6 +427,7 @@ impl Engine {
     ) -> Option<ErrorObject> {
         match event {
             BackendEvent::ServerRequest { id, method, params } => {
+                self.note_asked(live, request);
                 if !INPUT_METHODS.contains(&method.as_str()) {
                     let error = ErrorObject::new(
                         codes::METHOD_NOT_FOUND,

@@ -39,6 +39,7 @@ mod headers;
 mod listen;
 mod pass_through;
 mod pauses;
+mod progress_tokens;
 mod wire;
 
 pub use wire::INPUT_KEY_HINT;
@@ -83,6 +84,8 @@ pub struct Engine {
     drained: tokio_util::sync::CancellationToken,
     /// Connections to the other instances, for retries of pauses they hold.
     peers: crate::cluster::Peers,
+    /// Which calls are sent with a progress token of the proxy's (learnt per call kind).
+    progress_tokens: progress_tokens::ProgressTokens,
 }
 
 impl std::fmt::Debug for Engine {
@@ -145,6 +148,7 @@ impl Engine {
             resource_subscriptions: ResourceSubscriptions::default(),
             drained: tokio_util::sync::CancellationToken::new(),
             peers: crate::cluster::Peers::default(),
+            progress_tokens: progress_tokens::ProgressTokens::default(),
         })
     }
 
