@@ -408,16 +408,28 @@ async fn progress_tokens_go_only_to_calls_that_may_want_progress(kind: BackendKi
     let raw = stack.raw();
     let quiet = json!({"ask": false});
     let first = raw.call_tool("progress_wanted", quiet.clone()).await;
-    assert_eq!(first.text(), "progress token: yes", "first call of the tool: {first:#?}");
+    assert_eq!(
+        first.text(),
+        "progress token: yes",
+        "first call of the tool: {first:#?}"
+    );
     let second = raw.call_tool("progress_wanted", quiet.clone()).await;
-    assert_eq!(second.text(), "progress token: no", "it finished without asking: {second:#?}");
+    assert_eq!(
+        second.text(),
+        "progress token: no",
+        "it finished without asking: {second:#?}"
+    );
     let mine = raw
         .call(
             "tools/call",
             json!({"name": "progress_wanted", "arguments": quiet, "_meta": {"progressToken": "mine"}}),
         )
         .await;
-    assert_eq!(mine.text(), "progress token: yes", "the client asked for progress: {mine:#?}");
+    assert_eq!(
+        mine.text(),
+        "progress token: yes",
+        "the client asked for progress: {mine:#?}"
+    );
 
     // A call that does ask, of a tool seen to be quiet: what is given up (no token in this call).
     let ask = json!({"ask": true});
@@ -433,7 +445,11 @@ async fn progress_tokens_go_only_to_calls_that_may_want_progress(kind: BackendKi
     // From then on every call of the tool carries one.
     for _ in 0..2 {
         let after = raw.call_tool("progress_wanted", quiet.clone()).await;
-        assert_eq!(after.text(), "progress token: yes", "the tool asks: {after:#?}");
+        assert_eq!(
+            after.text(),
+            "progress token: yes",
+            "the tool asks: {after:#?}"
+        );
     }
 }
 

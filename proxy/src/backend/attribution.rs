@@ -71,6 +71,19 @@ pub const PROBE_WAIT: Duration = Duration::from_secs(1);
 /// Kinds remembered; beyond this, calls of new kinds are keyed by their method alone.
 const MAX_KINDS: usize = 4096;
 
+/// The kind key of a call: `tools/call ask_name`, `prompts/get greet`, `resources/read`
+/// (resource URIs are unbounded, so resources are one kind).
+pub fn call_kind(method: &str, params: &serde_json::Value) -> String {
+    let name = match method {
+        "tools/call" | "prompts/get" => params.get("name").and_then(|name| name.as_str()),
+        _ => None,
+    };
+    match name {
+        Some(name) => format!("{method} {name}"),
+        None => method.to_owned(),
+    }
+}
+
 /// The pool-wide knowledge (shared by every lane's router).
 #[derive(Debug, Default)]
 pub struct Attribution {
@@ -97,17 +110,10 @@ impl Attribution {
             .unwrap_or_else(|poison| poison.into_inner())
     }
 
-    /// The kind key of a call: `tools/call ask_name`, `prompts/get greet`, `resources/read`
-    /// (resource URIs are unbounded, so resources are one kind).
+    /// The kind key of a call ([`call_kind`]); beyond [`MAX_KINDS`] known kinds, new ones are
+    /// keyed by their method alone.
     pub fn kind_of(&self, method: &str, params: &serde_json::Value) -> String {
-        let name = match method {
-            "tools/call" | "prompts/get" => params.get("name").and_then(|name| name.as_str()),
-            _ => None,
-        };
-        let key = match name {
-            Some(name) => format!("{method} {name}"),
-            None => method.to_owned(),
-        };
+        let key = call_kind(method, params);
         let kinds = self.kinds();
         if kinds.len() >= MAX_KINDS && !kinds.contains_key(&key) {
             return method.to_owned();

@@ -152,7 +152,10 @@ impl Engine {
         };
         // Unique per lane (= per legacy session), which is all a progress token needs; no
         // random bytes per call. Only for calls that may want progress (`progress_tokens.rs`).
-        let token = if self.progress_tokens.wanted(&request.method, &request.params) {
+        let token = if self
+            .progress_tokens
+            .wanted(&request.method, &request.params)
+        {
             lease.lane.mint_progress_token()
         } else {
             Value::Null

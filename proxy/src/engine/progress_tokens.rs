@@ -22,6 +22,8 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
+use crate::backend::attribution::call_kind as kind_of;
+
 /// Kinds remembered; calls of kinds beyond this always get a token (a client chooses tool names).
 const MAX_KINDS: usize = 4096;
 
@@ -38,18 +40,6 @@ enum Seen {
 #[derive(Debug, Default)]
 pub(super) struct ProgressTokens {
     kinds: Mutex<HashMap<String, Seen>>,
-}
-
-/// The kind key of a call: `tools/call ask_name`, `prompts/get greet`, `resources/read`.
-fn kind_of(method: &str, params: &Value) -> String {
-    let name = match method {
-        "tools/call" | "prompts/get" => params.get("name").and_then(Value::as_str),
-        _ => None,
-    };
-    match name {
-        Some(name) => format!("{method} {name}"),
-        None => method.to_owned(),
-    }
 }
 
 /// Whether the front request asked for progress.
