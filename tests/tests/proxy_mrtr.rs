@@ -398,61 +398,6 @@ async fn slow_count_without_a_token_sends_no_progress(kind: BackendKind) {
     );
 }
 
-/// The proxy sends a call with a progress token of its own only when it may need one
-/// (engine/progress_tokens.rs): the first call of a tool (it may pause, and progress may be asked
-/// for in a later round), every call whose client asked for progress, every call of a tool seen
-/// to ask the client something; not the calls of a tool seen to finish without asking.
-async fn progress_tokens_go_only_to_calls_that_may_want_progress(kind: BackendKind) {
-    let stack = Stack::start(kind, ProxyOptions::default()).await;
-    // Raw requests: an rmcp client sends a progress token of its own with every call.
-    let raw = stack.raw();
-    let quiet = json!({"ask": false});
-    let first = raw.call_tool("progress_wanted", quiet.clone()).await;
-    assert_eq!(
-        first.text(),
-        "progress token: yes",
-        "first call of the tool: {first:#?}"
-    );
-    let second = raw.call_tool("progress_wanted", quiet.clone()).await;
-    assert_eq!(
-        second.text(),
-        "progress token: no",
-        "it finished without asking: {second:#?}"
-    );
-    let mine = raw
-        .call(
-            "tools/call",
-            json!({"name": "progress_wanted", "arguments": quiet, "_meta": {"progressToken": "mine"}}),
-        )
-        .await;
-    assert_eq!(
-        mine.text(),
-        "progress token: yes",
-        "the client asked for progress: {mine:#?}"
-    );
-
-    // A call that does ask, of a tool seen to be quiet: what is given up (no token in this call).
-    let ask = json!({"ask": true});
-    let paused = raw.call_tool("progress_wanted", ask.clone()).await;
-    let (requests, state) = paused.input_required();
-    assert!(requests.get("elicitation_1").is_some(), "{paused:#?}");
-    let alice = json!({"elicitation_1": {"action": "accept", "content": {"name": "Alice"}}});
-    let done = raw
-        .retry_tool("progress_wanted", ask, alice, Some(state))
-        .await;
-    assert_eq!(done.text(), "progress token: no", "{done:#?}");
-
-    // From then on every call of the tool carries one.
-    for _ in 0..2 {
-        let after = raw.call_tool("progress_wanted", quiet.clone()).await;
-        assert_eq!(
-            after.text(),
-            "progress token: yes",
-            "the tool asks: {after:#?}"
-        );
-    }
-}
-
 // ---- Isolation ----
 
 /// Eight clients (distinct `Authorization`, distinct answers), each running `ask_name` and
@@ -522,7 +467,6 @@ per_backend!(120;
     echo_passes_through_as_complete,
     slow_count_progress_reaches_the_client,
     slow_count_without_a_token_sends_no_progress,
-    progress_tokens_go_only_to_calls_that_may_want_progress,
     answers_given_up_front_are_used,
 );
 

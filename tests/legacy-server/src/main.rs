@@ -77,13 +77,6 @@ struct CountArgs {
     n: u32,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
-struct ProgressWantedArgs {
-    /// Ask the user for their name first (form elicitation).
-    #[serde(default)]
-    ask: bool,
-}
-
 /// Form asked for by `ask_name`, `ask_twice` and `ask_three`.
 #[derive(Debug, Deserialize, JsonSchema)]
 struct UserName {
@@ -301,26 +294,6 @@ impl FixtureServer {
             .map_err(peer_error("logging notification"))?;
         }
         Ok(text(input))
-    }
-
-    #[tool(
-        description = "Say whether this call carries a progress token (\"progress token: yes\" or \"no\"), after asking the user's name when `ask` is set"
-    )]
-    async fn progress_wanted(
-        &self,
-        peer: Peer<RoleServer>,
-        meta: Meta,
-        Parameters(ProgressWantedArgs { ask }): Parameters<ProgressWantedArgs>,
-    ) -> Result<CallToolResult, McpError> {
-        if ask {
-            reply(peer.elicit::<UserName>("What is your name?").await)?.ok();
-        }
-        let carried = if meta.get_progress_token().is_some() {
-            "yes"
-        } else {
-            "no"
-        };
-        Ok(text(format!("progress token: {carried}")))
     }
 
     #[tool(description = "Send n progress notifications, then return \"counted n\"")]
