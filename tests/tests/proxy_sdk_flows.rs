@@ -1,7 +1,8 @@
 //! End-to-end flows through the proxy in front of the legacy servers of three SDKs (rmcp 2.2,
 //! Python FastMCP `mcp` 1.30.0, TypeScript SDK 1.32.2: their conformance servers, which share
 //! tool names), over both backend transports, through one harness: form and URL elicitation,
-//! sampling, roots, two rounds, logging, progress, cancellation.
+//! sampling, roots, two rounds, logging, progress (and which calls carry a progress token),
+//! cancellation.
 //!
 //! Each test starts one proxy and runs every flow in turn, so a failure names the SDK, the
 //! transport and the flow.
@@ -178,6 +179,25 @@ async fn logging(raw: &RawClient, what: &str) {
     );
 }
 
+/// The proxy gives a call a progress token of its own only when it may need one
+/// (proxy/src/engine/progress_tokens.rs): the first call of a tool (it may pause, and progress may
+/// be asked for in a later round), not the next ones once that finished without asking the
+/// client anything, unless their client asks for progress ([`progress`], run after this).
+async fn progress_tokens_only_where_wanted(raw: &RawClient, what: &str) {
+    let first = raw.call_tool("test_tool_with_progress", json!({})).await;
+    let token = first.text();
+    assert!(
+        !token.is_empty() && token != "no progress token",
+        "{what}: the first call of a tool may pause: it carries a token: {first:#?}"
+    );
+    let next = raw.call_tool("test_tool_with_progress", json!({})).await;
+    assert_eq!(
+        next.text(),
+        "no progress token",
+        "{what}: the tool finished without asking: {next:#?}"
+    );
+}
+
 async fn progress(raw: &RawClient, what: &str) {
     let mut request = raw.tool_request("test_tool_with_progress", json!({}));
     request.body["params"]["_meta"]["progressToken"] = json!("flow-progress");
@@ -244,6 +264,7 @@ async fn every_flow(sdk: LegacySdk, kind: BackendKind) {
         roots(&raw, &format!("{what}: roots")).await;
         two_rounds(&raw, &format!("{what}: two rounds")).await;
         logging(&raw, &format!("{what}: logging")).await;
+        progress_tokens_only_where_wanted(&raw, &format!("{what}: progress tokens")).await;
         progress(&raw, &format!("{what}: progress")).await;
         cancellation(&stack, &raw, &format!("{what}: cancellation")).await;
     })
