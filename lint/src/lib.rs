@@ -94,10 +94,12 @@ pub fn lint(targets: &Targets, config: &Config, use_prefilter: bool) -> Outcome 
                 .filter(|path| !targets.is_excluded(path, config))
                 .map(|path| {
                     let text = targets.manifest_texts.get(path.as_path());
-                    let display = display_path(path, &cwd);
                     match parsed.get(path.as_path()) {
                         Some(manifest) => check_manifest(manifest, path, config),
-                        None => lint_manifest(path, text, &display, config, use_prefilter),
+                        None => {
+                            let display = display_path(path, &cwd);
+                            lint_manifest(path, text, &display, config, use_prefilter)
+                        }
                     }
                 })
                 .collect::<Vec<FileResult>>()
@@ -327,7 +329,7 @@ fn check_manifest(manifest: &manifest::ParsedManifest, path: &Path, config: &Con
             )
         }
         Err(error) => {
-            let diagnostic = error.clone().into_diagnostic();
+            let diagnostic = error.to_diagnostic();
             let file = diagnostic.file.clone();
             finish(
                 &file,

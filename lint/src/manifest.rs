@@ -50,7 +50,7 @@ pub struct Manifest {
 pub type ParsedManifest = Result<Manifest, ManifestError>;
 
 /// A manifest that is not valid TOML.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 #[error("{path} is not valid TOML: {message}")]
 pub struct ManifestError {
     pub path: PathBuf,
@@ -60,11 +60,11 @@ pub struct ManifestError {
 }
 
 impl ManifestError {
-    pub fn into_diagnostic(self) -> Diagnostic {
+    pub fn to_diagnostic(&self) -> Diagnostic {
         Diagnostic {
             rule: RuleId::UnparsableFile,
             severity: RuleId::UnparsableFile.rule().default_severity,
-            file: self.file,
+            file: self.file.clone(),
             span: self.span,
             message: format!("`Cargo.toml` is not valid TOML: {}", self.message.trim()),
             help: Some("fix the manifest; `cargo metadata` reports the same error".into()),
@@ -365,7 +365,7 @@ rmcp = "2.2"
             "[package\nname = 1".into(),
         )
         .unwrap_err();
-        let diagnostic = error.into_diagnostic();
+        let diagnostic = error.to_diagnostic();
         assert_eq!(diagnostic.rule, RuleId::UnparsableFile);
         assert_eq!(diagnostic.location().line, 1);
     }

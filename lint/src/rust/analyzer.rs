@@ -992,6 +992,19 @@ impl<'ast> Visit<'ast> for FieldCollector<'_, '_> {
 
 /// Looks through a `requestState` expression for what made it: a sealing call or a binding that
 /// holds sealed state wins; otherwise plain serialisation, encoding or formatting makes it unsigned.
+/// Every word [`StateFinder`] takes for a state-making call besides sealing names (`encode`,
+/// `serde_json::to_string`, `String::from`, `format!`, ...): `items/lets.rs` keeps a `let` whose
+/// initialiser spells one, so a word added to the finder belongs here too.
+pub(crate) const STATE_MAKING_WORDS: &[&str] = &[
+    "to_string",
+    "to_vec",
+    "to_string_pretty",
+    "encode",
+    "encode_string",
+    "format",
+    "from",
+];
+
 struct StateFinder<'x, 'a> {
     analyzer: &'x Analyzer<'a>,
     sealed: bool,

@@ -297,7 +297,9 @@ fn split<'t>(
 
 /// Scans `text`: nesting depth, and (unless `mask` is false) the blanked form. Doc comments are
 /// blanked in what is kept too: syn turns each line into an attribute, and no rule reads them.
-pub fn scan(text: &str, max_depth: usize, mask: bool) -> Scan {
+/// `states`: the file may check a request state (`super::checks_state`), so `let`s that may make
+/// one are kept.
+pub fn scan(text: &str, max_depth: usize, mask: bool, states: bool) -> Scan {
     let mut tokens = Tokens::new(text);
     if mask {
         tokens.triggers = crate::prefilter::trigger_starts(text.as_bytes());
@@ -311,7 +313,7 @@ pub fn scan(text: &str, max_depth: usize, mask: bool) -> Scan {
     }
     let mut blanking = Blanking::default();
     blank(&tokens, &top.items, &top.aliases, &mut blanking);
-    let needed = prune_lets(&tokens, &mut blanking);
+    let needed = prune_lets(&tokens, &mut blanking, states);
     prune_uses(&tokens, &mut blanking, &needed);
     let mut masked = blanking.bytes;
     for token in &tokens.list {
@@ -502,7 +504,7 @@ mod tests {
     }
 
     fn masked(text: &str) -> String {
-        scan(text, 256, true)
+        scan(text, 256, true, crate::rust::checks_state(text))
             .masked
             .unwrap_or_else(|| text.to_owned())
     }
@@ -677,17 +679,17 @@ mod tests {
 
     #[test]
     fn nothing_to_blank_gives_no_copy() {
-        assert!(scan("fn f() { peer.list_roots(); }", 256, true)
+        assert!(scan("fn f() { peer.list_roots(); }", 256, true, false)
             .masked
             .is_none());
-        assert!(scan("fn f() { 1 }", 256, false).masked.is_none());
+        assert!(scan("fn f() { 1 }", 256, false, false).masked.is_none());
     }
 
     #[test]
     fn depth_counts_real_delimiters_only() {
         let deep = format!("fn f() {{ {}1{} }}", "(".repeat(300), ")".repeat(300));
-        assert!(scan(&deep, 256, true).too_deep.is_some());
+        assert!(scan(&deep, 256, true, false).too_deep.is_some());
         let shallow = format!("fn f() {{ let s = \"{}\"; }}", "(".repeat(1000));
-        assert_eq!(scan(&shallow, 256, true).too_deep, None);
+        assert_eq!(scan(&shallow, 256, true, false).too_deep, None);
     }
 }

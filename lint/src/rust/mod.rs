@@ -57,7 +57,8 @@ pub fn lint_file_parsed(
     crate_context: &CrateContext,
     skip_items: bool,
 ) -> (Vec<Diagnostic>, Option<syn::File>) {
-    let scan = items::scan(&file.text, MAX_NESTING, skip_items);
+    let states = checks_state(&file.text);
+    let scan = items::scan(&file.text, MAX_NESTING, skip_items, states);
     if let Some(offset) = scan.too_deep {
         let diagnostic = Diagnostic {
             rule: RuleId::UnparsableFile,
@@ -77,7 +78,7 @@ pub fn lint_file_parsed(
         // The skipped items are blanks of the same length: offsets are the original file's.
         if let Ok(syntax) = syn::parse_file(&masked) {
             let blanked = file.with_same_lines(masked);
-            let diagnostics = lint_syntax(&blanked, &file.text, &syntax, crate_context)
+            let diagnostics = lint_syntax(&blanked, &file.text, &syntax, crate_context, states)
                 .into_iter()
                 .map(|mut diagnostic| {
                     diagnostic.file = file.clone();
@@ -89,7 +90,7 @@ pub fn lint_file_parsed(
     }
     match syn::parse_file(&file.text) {
         Ok(syntax) => (
-            lint_syntax(file, &file.text, &syntax, crate_context),
+            lint_syntax(file, &file.text, &syntax, crate_context, states),
             Some(syntax),
         ),
         Err(error) => {
@@ -98,7 +99,13 @@ pub fn lint_file_parsed(
             };
             // Linted as the 2018 form of the file; the findings point into the file as it is.
             let diagnostics = match parsed {
-                Ok(syntax) => lint_syntax(&rewritten, &rewritten.text, &syntax, crate_context),
+                Ok(syntax) => lint_syntax(
+                    &rewritten,
+                    &rewritten.text,
+                    &syntax,
+                    crate_context,
+                    checks_state(&rewritten.text),
+                ),
                 // Broken in 2015 too: its own error, not the 2015-only syntax syn stopped at.
                 Err(error) => vec![syntax_error(&rewritten, &error)],
             };
@@ -173,12 +180,13 @@ pub(crate) fn checks_state(text: &str) -> bool {
 }
 
 /// Walks `syntax`, parsed from `file` (spans); `text` is the whole file as written, where naming
-/// the SDK makes the name-only rules apply.
+/// the SDK makes the name-only rules apply; `states`: [`checks_state`] of `text`.
 fn lint_syntax(
     file: &Arc<SourceFile>,
     text: &str,
     syntax: &syn::File,
     crate_context: &CrateContext,
+    states: bool,
 ) -> Vec<Diagnostic> {
     let uses = UseMap::build(syntax, crate_context.sdk_names.iter().map(String::as_str));
     let sdk_active = crate_context.depends_on_sdk
@@ -192,7 +200,7 @@ fn lint_syntax(
         file,
         uses: &uses,
         sdk_active,
-        states: checks_state(text),
+        states,
     })
     .run(syntax)
 }

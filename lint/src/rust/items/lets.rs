@@ -6,7 +6,7 @@ use rustc_hash::FxHashSet as HashSet;
 use ra_ap_rustc_lexer::TokenKind;
 
 use super::{blank_range, Blanking, Token, Tokens};
-use crate::rust::analyzer::PEER_TYPES;
+use crate::rust::analyzer::{PEER_TYPES, STATE_MAKING_WORDS};
 use crate::rust::shapes::is_sealing_name;
 
 /// A `let` statement in a kept block: its tokens, and whether it may itself hold a finding.
@@ -35,24 +35,24 @@ pub(super) struct Let {
 ///
 /// Returns the names that what is kept spells outside `use` items without a trigger word (for
 /// [`super::uses`]).
-pub(super) fn prune_lets<'t>(tokens: &Tokens<'t>, blanking: &mut Blanking) -> HashSet<&'t str> {
-    let is_blank = |bytes: &Option<Vec<u8>>, token: &Token| {
-        bytes
-            .as_ref()
-            .is_some_and(|bytes| bytes[token.start] == b' ')
-    };
-    let mut in_let = vec![false; tokens.list.len()];
+pub(super) fn prune_lets<'t>(
+    tokens: &Tokens<'t>,
+    blanking: &mut Blanking,
+    states: bool,
+) -> HashSet<&'t str> {
+    // The `let`s and the `use` items decided later: what they spell is not needed by itself.
+    let mut skipped = vec![false; tokens.list.len()];
     let mut let_keyword = vec![false; tokens.list.len()];
     for binding in &blanking.lets {
-        in_let[binding.first..=binding.last].fill(true);
+        skipped[binding.first..=binding.last].fill(true);
         let_keyword[binding.keyword] = true;
     }
     for &(first, last) in &blanking.uses {
-        in_let[first..=last].fill(true);
+        skipped[first..=last].fill(true);
     }
     let mut needed: HashSet<&str> = HashSet::default();
-    for (token, inside) in tokens.list.iter().zip(&in_let) {
-        if !inside && !is_blank(&blanking.bytes, token) {
+    for (token, skipped) in tokens.list.iter().zip(&skipped) {
+        if !skipped && !blanked(blanking.bytes.as_deref(), token) {
             needed.extend(tokens.name(token));
         }
     }
@@ -60,20 +60,20 @@ pub(super) fn prune_lets<'t>(tokens: &Tokens<'t>, blanking: &mut Blanking) -> Ha
         return needed;
     }
     // Which `let`s may bind a peer or a state, whatever is needed: a fixpoint over their names.
+    // What an initialiser spells by itself is decided once; only the names bound so far grow.
     let mut bound = bound_elsewhere(tokens, &let_keyword, blanking.bytes.as_deref());
-    let states = crate::rust::checks_state(tokens.text);
     let mut relevant: Vec<bool> = blanking
         .lets
         .iter()
-        .map(|binding| binding.may_match)
+        .map(|binding| binding.may_match || initialiser_may_bind(tokens, binding, states))
         .collect();
-    for binding in blanking.lets.iter().filter(|binding| binding.may_match) {
+    for (binding, _) in blanking.lets.iter().zip(&relevant).filter(|(_, r)| **r) {
         bound.extend(pattern_names(tokens, binding));
     }
     loop {
         let mut changed = false;
         for (binding, relevant) in blanking.lets.iter().zip(&mut relevant) {
-            if *relevant || !initialiser_may_bind(tokens, binding, &bound, states) {
+            if *relevant || !initialiser_reads(tokens, binding, &bound) {
                 continue;
             }
             *relevant = true;
@@ -100,7 +100,7 @@ pub(super) fn prune_lets<'t>(tokens: &Tokens<'t>, blanking: &mut Blanking) -> Ha
             // A cut-down `let` reads nothing.
             if *relevant {
                 for token in &tokens.list[binding.first..=binding.last] {
-                    if !is_blank(&blanking.bytes, token) {
+                    if !blanked(blanking.bytes.as_deref(), token) {
                         needed.extend(tokens.name(token));
                     }
                 }
@@ -132,42 +132,40 @@ pub(super) fn prune_lets<'t>(tokens: &Tokens<'t>, blanking: &mut Blanking) -> Ha
     needed
 }
 
-/// Words that make a `let`'s initialiser a possible request state (see `analyzer.rs`:
-/// `state_kind`), besides sealing names and a string literal alone.
-const STATE_WORDS: &[&str] = &[
-    "to_string",
-    "to_vec",
-    "to_string_pretty",
-    "encode",
-    "encode_string",
-    "format",
-    "from",
-];
+/// Whether `token` was blanked in the copy (if any copy was made yet).
+fn blanked(bytes: Option<&[u8]>, token: &Token) -> bool {
+    bytes.is_some_and(|bytes| bytes[token.start] == b' ')
+}
 
-/// Whether the type or initialiser of `binding` may make its names a peer or, when `states`,
-/// a request state.
-fn initialiser_may_bind(
-    tokens: &Tokens<'_>,
+/// The names the type and initialiser of `binding` spell.
+fn initialiser_names<'a, 't>(
+    tokens: &'a Tokens<'t>,
     binding: &Let,
-    bound: &HashSet<&str>,
-    states: bool,
-) -> bool {
+) -> impl Iterator<Item = &'t str> + 'a {
+    tokens.list[binding.rest..=binding.last]
+        .iter()
+        .filter_map(|token| tokens.name(token))
+}
+
+/// Whether the type or initialiser of `binding` may by itself make its names a peer or, when
+/// `states`, a request state (see [`initialiser_reads`] for what depends on other bindings).
+fn initialiser_may_bind(tokens: &Tokens<'_>, binding: &Let, states: bool) -> bool {
     let rest = &tokens.list[binding.rest..=binding.last];
     let literal_alone = matches!(rest, [eq, literal, _]
         if matches!(eq.kind, TokenKind::Eq) && matches!(literal.kind, TokenKind::Literal { .. }));
     (states && literal_alone)
-        || rest
-            .iter()
-            .filter_map(|token| tokens.name(token))
-            .any(|name| {
-                name == "peer"
+        || initialiser_names(tokens, binding).any(|name| {
+            name == "peer"
                 // The logging fix reads the binding a `notify_logging_message(param)` sends.
                 || name == "LoggingMessageNotificationParam"
                 || PEER_TYPES.contains(&name)
-                || bound.contains(name)
-                || (states
-                    && (STATE_WORDS.contains(&name) || is_sealing_name(name)))
-            })
+                || (states && (STATE_MAKING_WORDS.contains(&name) || is_sealing_name(name)))
+        })
+}
+
+/// Whether the type or initialiser of `binding` reads a name that may be a peer or a state.
+fn initialiser_reads(tokens: &Tokens<'_>, binding: &Let, bound: &HashSet<&str>) -> bool {
+    initialiser_names(tokens, binding).any(|name| bound.contains(name))
 }
 
 /// The first token after the pattern of a `let` statement: its top-level `:` (not `::`) or `=`,
@@ -209,7 +207,7 @@ fn bound_elsewhere<'t>(
     blanked: Option<&[u8]>,
 ) -> HashSet<&'t str> {
     let list = &tokens.list;
-    let kept = |token: &Token| blanked.is_none_or(|bytes| bytes[token.start] != b' ');
+    let kept = |token: &Token| !self::blanked(blanked, token);
     let mut bound = HashSet::default();
     let mut partners: Option<Vec<usize>> = None;
     let names = |range: std::ops::Range<usize>| {
