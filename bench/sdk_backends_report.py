@@ -44,12 +44,20 @@ def cpu_us(run, label):
     return entry.get("us_per_op") if entry else None
 
 
+def pairs(these, directs):
+    """(run, direct run of the same repetition) for each run of `these` whose direct run did
+    some work (a pinned peer against the pinned direct run)."""
+    by_rep = {run.get("rep"): run for run in directs}
+    for run in these:
+        direct = by_rep.get(run.get("rep"))
+        if direct and direct["ops_per_s"]:
+            yield run, direct
+
+
 def paired_ratio(these, directs):
     """The median over repetitions of this peer's throughput over the direct run of the same
-    repetition (a pinned peer against the pinned direct run)."""
-    by_rep = {run.get("rep"): run["ops_per_s"] for run in directs}
-    ratios = [run["ops_per_s"] / by_rep[run.get("rep")] for run in these
-              if by_rep.get(run.get("rep"))]
+    repetition."""
+    ratios = [run["ops_per_s"] / direct["ops_per_s"] for run, direct in pairs(these, directs)]
     return statistics.median(ratios) if ratios else None
 
 
@@ -59,14 +67,8 @@ QUIET = 0.3
 def quiet_pairs(these, directs):
     """The ratios of the pairs in which both runs saw the rest of the machine use less than
     QUIET cores: what the ratio is when this benchmark has the machine to itself."""
-    by_rep = {run.get("rep"): run for run in directs}
-    ratios = []
-    for run in these:
-        direct = by_rep.get(run.get("rep"))
-        if direct and direct["ops_per_s"] and all(
-                (others(r) if others(r) is not None else 9) < QUIET for r in (run, direct)):
-            ratios.append(run["ops_per_s"] / direct["ops_per_s"])
-    return ratios
+    return [run["ops_per_s"] / direct["ops_per_s"] for run, direct in pairs(these, directs)
+            if all((others(r) if others(r) is not None else 9) < QUIET for r in (run, direct))]
 
 
 def cores(run, label):
@@ -134,20 +136,16 @@ def main(raw, out_md, out_png):
     for sdk in SDKS:
         for c in concurrency:
             for peer, base in (("proxy", "direct"), ("proxy@pinned", "direct@pinned")):
-                pairs = []
-                by_rep = {r.get("rep"): r for r in runs.get((sdk, base, c), [])}
-                for run in runs.get((sdk, peer, c), []):
-                    direct = by_rep.get(run.get("rep"))
-                    if not direct or not direct["ops_per_s"]:
-                        continue
+                split = []
+                for run, direct in pairs(runs.get((sdk, peer, c), []), runs.get((sdk, base, c), [])):
                     cores_ratio = (cores(run, "backend") or 0) / (cores(direct, "backend") or 1)
                     work = (cpu_us(direct, "backend") or 0) / (cpu_us(run, "backend") or 1)
-                    pairs.append((run["ops_per_s"] / direct["ops_per_s"], cores_ratio, work,
+                    split.append((run["ops_per_s"] / direct["ops_per_s"], cores_ratio, work,
                                   others(direct), others(run)))
-                if not pairs:
+                if not split:
                     continue
-                med = [statistics.median(p[i] for p in pairs) for i in range(3)]
-                seen = "; ".join(f"{fmt(p[3], 2)}, {fmt(p[4], 2)}" for p in pairs)
+                med = [statistics.median(p[i] for p in split) for i in range(3)]
+                seen = "; ".join(f"{fmt(p[3], 2)}, {fmt(p[4], 2)}" for p in split)
                 rows.append(f"| {sdk} | {c} | {peer} | {fmt(med[0], 2)} | {fmt(med[1], 2)} "
                             f"| {fmt(med[2], 2)} | {seen} |")
     stdio_concurrency = sorted({c for (_, peer, c) in runs if peer in STDIO_PEERS})

@@ -105,9 +105,7 @@ impl Attribution {
     }
 
     fn kinds(&self) -> std::sync::MutexGuard<'_, HashMap<String, Scope>> {
-        self.kinds
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
+        crate::backend::lock(&self.kinds)
     }
 
     /// The kind key of a call ([`call_kind`]); beyond [`MAX_KINDS`] known kinds, new ones are

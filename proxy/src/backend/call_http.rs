@@ -20,7 +20,7 @@
 //! ends mid-body) is an `io::Error` from the body (`InvalidData`, `UnexpectedEof`), never a panic;
 //! every line buffered while waiting is bounded.
 
-use std::io;
+use std::io::{self, Write as _};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
@@ -33,7 +33,8 @@ use hyper::body::{Body, Frame, SizeHint};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
-use super::http_client::{ClientError, MAX_KEPT};
+use super::http_client::{quickack, ClientError, MAX_KEPT};
+use super::lock;
 
 /// Bytes asked of the socket per read.
 const READ_CHUNK: usize = 8 * 1024;
@@ -131,10 +132,6 @@ impl CallConnections {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poison| poison.into_inner())
-}
-
 fn invalid(what: &str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, what.to_owned())
 }
@@ -188,17 +185,6 @@ impl Pool {
     }
 }
 
-/// Acknowledge at once what arrives (`TCP_QUICKACK`; the kernel clears it, so it is set again
-/// after every read): see `QuickAckIo` in http_client.rs for the 40 ms stall it avoids.
-fn quickack(stream: &TcpStream) {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    {
-        let _ = socket2::SockRef::from(stream).set_tcp_quickack(true);
-    }
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    let _ = stream;
-}
-
 /// The request head (with the body when small), and the body to write after it when large.
 fn encode(request: &Request<Bytes>) -> (Vec<u8>, Option<Bytes>) {
     let body = request.body();
@@ -227,9 +213,8 @@ fn encode(request: &Request<Bytes>) -> (Vec<u8>, Option<Bytes>) {
         head.extend_from_slice(value.as_bytes());
         head.extend_from_slice(b"\r\n");
     }
-    head.extend_from_slice(b"content-length: ");
-    head.extend_from_slice(body.len().to_string().as_bytes());
-    head.extend_from_slice(b"\r\n\r\n");
+    // Writing to a `Vec` cannot fail.
+    let _ = write!(head, "content-length: {}\r\n\r\n", body.len());
     if body.len() <= COPY_BODY_UP_TO {
         head.extend_from_slice(body);
         (head, None)

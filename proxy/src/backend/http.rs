@@ -41,7 +41,7 @@ use super::call_http::CallConnections;
 use super::http_client::{LaneConnections, Upstream};
 use super::lane_core::{CallTag, LaneCore, Outbound};
 use super::sse::SseParser;
-use super::{BackendError, Initialized, PendingCall};
+use super::{lock, BackendError, Initialized, PendingCall};
 use crate::jsonrpc::{ErrorObject, Message};
 
 /// TCP connection establishment; a legacy server that is down fails fast.
@@ -150,10 +150,6 @@ impl Drop for HttpLane {
         self.shared.shut.store(true, Ordering::SeqCst);
         self.shared.stop_get_stream();
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poison| poison.into_inner())
 }
 
 /// Whether a revision defines the `MCP-Protocol-Version` header.

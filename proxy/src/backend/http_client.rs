@@ -45,7 +45,7 @@ pub(crate) enum ClientError {
     Http(#[from] hyper::Error),
     /// The exchange failed on an established connection of the lean client (call_http.rs): a
     /// broken connection or a malformed response head.
-    #[error("{0}")]
+    #[error(transparent)]
     Io(#[from] std::io::Error),
 }
 
@@ -173,9 +173,7 @@ impl LaneConnections {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Kept>> {
-        self.kept
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
+        super::lock(&self.kept)
     }
 
     fn take_ready(&self) -> Option<SendRequest<Full<Bytes>>> {
@@ -232,12 +230,19 @@ struct QuickAckIo(TokioIo<TcpStream>);
 
 impl QuickAckIo {
     fn quickack(&self) {
-        #[cfg(any(target_os = "linux", target_os = "android"))]
-        {
-            // Best effort: without it the connection only gets slower.
-            let _ = socket2::SockRef::from(self.0.inner()).set_tcp_quickack(true);
-        }
+        quickack(self.0.inner());
     }
+}
+
+/// Sets `TCP_QUICKACK` on `stream` (see [`QuickAckIo`]; the kernel clears it, so it is set again
+/// after every read). Best effort: without it the connection only gets slower.
+pub(super) fn quickack(stream: &TcpStream) {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        let _ = socket2::SockRef::from(stream).set_tcp_quickack(true);
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let _ = stream;
 }
 
 impl hyper::rt::Read for QuickAckIo {

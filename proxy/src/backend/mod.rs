@@ -571,3 +571,9 @@ impl Lane {
         }
     }
 }
+
+/// Locks `mutex`, recovering the data of a poisoned lock (what these locks guard stays
+/// consistent between statements: a panicked holder leaves nothing half-written).
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poison| poison.into_inner())
+}

@@ -295,7 +295,9 @@ impl Engine {
         let step = self.run(&mut live, request, sink).instrument(span).await;
         match step {
             Step::Finished(outcome) => {
-                if !live.asked {
+                // A call sent without a token is of a kind already known to be quiet: nothing
+                // to learn (and no lock to take on the common path).
+                if !live.asked && !live.progress_token.is_null() {
                     self.progress_tokens
                         .finished_quietly(&live.method, &request.params);
                 }

@@ -52,9 +52,7 @@ fn client_asked_for_progress(params: &Value) -> bool {
 
 impl ProgressTokens {
     fn kinds(&self) -> std::sync::MutexGuard<'_, HashMap<String, Seen>> {
-        self.kinds
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
+        crate::backend::lock(&self.kinds)
     }
 
     /// Whether a new call (`method`, front `params`) is sent with a proxy-minted progress token.

@@ -101,11 +101,12 @@ impl Mode {
         }
     }
 
-    /// Names of the two recorded phases of a flow, if the mode has phases.
+    /// Whether the load talks to a legacy server over stdio (directly or through the proxy).
     fn is_stdio(self) -> bool {
         matches!(self, Mode::Stdio | Mode::StdioDirect)
     }
 
+    /// Names of the two recorded phases of a flow, if the mode has phases.
     fn phase_names(self) -> Option<(&'static str, &'static str)> {
         match self {
             Mode::DirectElicit => Some(("to_elicitation_us", "to_result_us")),
