@@ -678,6 +678,14 @@ mod tests {
     }
 
     #[test]
+    fn a_parameter_typed_with_a_leading_path_colon_binds_a_peer() {
+        // `p: ::rmcp::Peer<..>`: the colon after `p` stands alone, so `p` may be a peer and the
+        // `let` that moves it stays whole (cut to `let c;`, the walk lost `c.list_roots()`).
+        let text = "fn unrelated() -> u8 {\n    1\n}\n\nasync fn ask(p: ::rmcp::Peer<RoleServer>) {\n    let c = p;\n    let _ = c.list_roots().await;\n}\n";
+        assert_kept_and_gone(&squeeze(&masked(text)), &["let c = p;"], &["fn unrelated"]);
+    }
+
+    #[test]
     fn nothing_to_blank_gives_no_copy() {
         assert!(scan("fn f() { peer.list_roots(); }", 256, true, false)
             .masked

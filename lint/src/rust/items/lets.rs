@@ -168,6 +168,18 @@ fn initialiser_reads(tokens: &Tokens<'_>, binding: &Let, bound: &HashSet<&str>) 
     initialiser_names(tokens, binding).any(|name| bound.contains(name))
 }
 
+/// Whether the `:` at `index` stands alone, not half of a `::` (the lexer gives two touching
+/// colons): `p: ::rmcp::Peer<..>` has a single colon after `p`.
+fn single_colon(list: &[Token], index: usize) -> bool {
+    let touching = |other: Option<&Token>| {
+        other.is_some_and(|token| {
+            matches!(token.kind, TokenKind::Colon)
+                && (token.end == list[index].start || token.start == list[index].end)
+        })
+    };
+    !touching(index.checked_sub(1).map(|at| &list[at])) && !touching(list.get(index + 1))
+}
+
 /// The first token after the pattern of a `let` statement: its top-level `:` (not `::`) or `=`,
 /// or the `;`.
 pub(super) fn pattern_end(tokens: &Tokens<'_>, keyword: usize, last: usize) -> usize {
@@ -180,17 +192,7 @@ pub(super) fn pattern_end(tokens: &Tokens<'_>, keyword: usize, last: usize) -> u
                 depth = depth.saturating_sub(1)
             }
             TokenKind::Eq | TokenKind::Semi if depth == 0 => return index,
-            TokenKind::Colon if depth == 0 => {
-                let path = |other: usize| {
-                    list.get(other).is_some_and(|token| {
-                        matches!(token.kind, TokenKind::Colon)
-                            && (token.end == list[index].start || token.start == list[index].end)
-                    })
-                };
-                if !path(index - 1) && !path(index + 1) {
-                    return index;
-                }
-            }
+            TokenKind::Colon if depth == 0 && single_colon(list, index) => return index,
             _ => {}
         }
     }
@@ -255,11 +257,7 @@ fn bound_elsewhere<'t>(
             },
             // `x: Peer<..>`: the type runs to the next top-level `,`, `)`, `=`, `;`, `{` or `|`.
             TokenKind::Colon => {
-                let colon =
-                    |at: Option<&Token>| at.is_some_and(|t| matches!(t.kind, TokenKind::Colon));
-                let single =
-                    !colon(index.checked_sub(1).map(|at| &list[at])) && !colon(list.get(index + 1));
-                if single && index > 0 {
+                if index > 0 && single_colon(list, index) {
                     let end = until(index + 1, &|t| {
                         matches!(
                             t.kind,
