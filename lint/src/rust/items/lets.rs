@@ -256,32 +256,30 @@ fn bound_elsewhere<'t>(
                 _ => {}
             },
             // `x: Peer<..>`: the type runs to the next top-level `,`, `)`, `=`, `;`, `{` or `|`.
-            TokenKind::Colon => {
-                if index > 0 && single_colon(list, index) {
-                    let end = until(index + 1, &|t| {
-                        matches!(
-                            t.kind,
-                            TokenKind::Comma
-                                | TokenKind::Eq
-                                | TokenKind::Semi
-                                | TokenKind::OpenBrace
-                                | TokenKind::Or
-                        )
-                    });
-                    // A type that runs to the end of its group (`(peer: Peer<..>)`).
-                    let end = end.unwrap_or_else(|| {
-                        (index + 1..list.len())
-                            .find(|&at| {
-                                matches!(
-                                    list[at].kind,
-                                    TokenKind::CloseParen | TokenKind::CloseBrace | TokenKind::Semi
-                                )
-                            })
-                            .unwrap_or(list.len())
-                    });
-                    if names(index + 1..end).any(|name| PEER_TYPES.contains(&name)) {
-                        bound.extend(tokens.name(&list[index - 1]));
-                    }
+            TokenKind::Colon if index > 0 && single_colon(list, index) => {
+                let end = until(index + 1, &|t| {
+                    matches!(
+                        t.kind,
+                        TokenKind::Comma
+                            | TokenKind::Eq
+                            | TokenKind::Semi
+                            | TokenKind::OpenBrace
+                            | TokenKind::Or
+                    )
+                });
+                // A type that runs to the end of its group (`(peer: Peer<..>)`).
+                let end = end.unwrap_or_else(|| {
+                    (index + 1..list.len())
+                        .find(|&at| {
+                            matches!(
+                                list[at].kind,
+                                TokenKind::CloseParen | TokenKind::CloseBrace | TokenKind::Semi
+                            )
+                        })
+                        .unwrap_or(list.len())
+                });
+                if names(index + 1..end).any(|name| PEER_TYPES.contains(&name)) {
+                    bound.extend(tokens.name(&list[index - 1]));
                 }
             }
             // A closure's parameters: a `|` that follows no operand opens them.
