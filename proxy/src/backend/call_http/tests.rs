@@ -317,3 +317,41 @@ async fn nothing_listening_is_a_connect_error() {
     let error = client(&uri).request(post(&uri, "{}")).await.unwrap_err();
     assert!(error.is_connect(), "{error:?}");
 }
+
+proptest::proptest! {
+    /// The chunked decoder itself, fed the body cut at any points (a socket may deliver any
+    /// split; the test over loopback above cannot be sure to reach each one): the same data,
+    /// and the body ends exactly after the trailers.
+    #[test]
+    fn chunked_decoding_does_not_depend_on_the_cuts(
+        cuts in proptest::collection::vec(0..CHUNKED_BODY.len(), 0..8),
+    ) {
+        let mut cuts = cuts;
+        cuts.push(CHUNKED_BODY.len());
+        cuts.sort_unstable();
+        let mut body = CallBody {
+            stream: None,
+            buf: BytesMut::new(),
+            framing: Framing::Chunked(Chunk::Size),
+            keep_alive: false,
+            pool: Weak::new(),
+        };
+        let mut data = Vec::new();
+        let mut from = 0;
+        for cut in cuts {
+            body.buf.extend_from_slice(&CHUNKED_BODY[from..cut]);
+            from = cut;
+            while let Some(piece) = body.decode().unwrap() {
+                data.extend_from_slice(&piece);
+            }
+        }
+        proptest::prop_assert_eq!(&data[..], b"hello, world!!!");
+        proptest::prop_assert!(matches!(body.framing, Framing::Done), "{:?}", body.framing);
+        proptest::prop_assert!(body.buf.is_empty());
+    }
+}
+
+/// The body of `chunked_bodies_are_decoded_however_they_are_cut`'s response: an extension, two
+/// chunks, the last chunk, a trailer.
+const CHUNKED_BODY: &[u8] =
+    b"5;name=value\r\nhello\r\nA\r\n, world!!!\r\n0\r\nx-trailer: 1\r\n\r\n";
