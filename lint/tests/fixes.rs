@@ -142,6 +142,26 @@ fn diff_prints_the_fixes_and_writes_nothing() {
 }
 
 #[test]
+fn the_report_after_fix_is_of_the_fixed_files() {
+    // The walk reads each file once; after `--fix` the report must come from the files as fixed,
+    // not from the texts read before fixing.
+    let dir = copy_fixture("deprecated-logging");
+    let args = ["--format", "concise", "--exit-zero"];
+    let before = lint_in(dir.path(), &[&args[..], &["."]].concat());
+    let fixed = lint_in(
+        dir.path(),
+        &[&args[..], &["--fix", "--unsafe-fixes", "."]].concat(),
+    );
+    let again = lint_in(dir.path(), &[&args[..], &["."]].concat());
+    assert_ne!(
+        text(&before.stdout),
+        text(&again.stdout),
+        "the fixes changed nothing that is reported"
+    );
+    assert_eq!(text(&fixed.stdout), text(&again.stdout));
+}
+
+#[test]
 fn plain_fix_applies_only_safe_fixes() {
     let dir = copy_fixture("deprecated-include-context");
     let before = std::fs::read_to_string(dir.path().join("src/positive.rs")).unwrap();

@@ -227,12 +227,14 @@ pub fn run(args: Args, ordered: Vec<(usize, Level, String)>) -> u8 {
     }
     let _ = pool.build_global();
 
-    let targets = if args.paths.is_empty() {
-        walk::workspace_targets()
-    } else {
-        walk::path_targets(&args.paths)
+    let find_targets = || {
+        if args.paths.is_empty() {
+            walk::workspace_targets()
+        } else {
+            walk::path_targets(&args.paths)
+        }
     };
-    let targets = match targets {
+    let targets = match find_targets() {
         Ok(targets) => targets,
         Err(error) => {
             eprintln!("error: {error}");
@@ -253,8 +255,15 @@ pub fn run(args: Args, ordered: Vec<(usize, Level, String)>) -> u8 {
     if args.fix || args.unsafe_fixes {
         match apply_fixes(&targets, &config, &outcome, allowed_fixes(&args)) {
             Ok(0) => {}
-            // Report what the fixes left.
-            Ok(_) => outcome = crate::lint(&targets, &config, !args.no_prefilter),
+            // Report what the fixes left: walk again, since the manifest texts the walk read
+            // are those from before the fixes.
+            Ok(_) => match find_targets() {
+                Ok(fixed) => outcome = crate::lint(&fixed, &config, !args.no_prefilter),
+                Err(error) => {
+                    eprintln!("error: {error}");
+                    return EXIT_ERROR;
+                }
+            },
             Err(code) => return code,
         }
         if args.scaffolds {
