@@ -9,7 +9,8 @@
 //!
 //! Blanking replaces every byte of a skipped item except line breaks with a space, so lines,
 //! columns and byte offsets of what is left are those of the original file and the findings need
-//! no mapping. Kept whatever their words: `use` items (name resolution), `struct`, `static` and
+//! no mapping; syn is handed the blanked text with its emptied lines squeezed ([`squeeze`]),
+//! which keeps lines and columns. Kept whatever their words: `use` items (name resolution), `struct`, `static` and
 //! `const` items (peer-typed fields and statics, secret-looking fields). The `let` statements are
 //! decided last ([`lets`]): blanked, cut down to `let PATTERN;` (the name stays bound, for
 //! shadowing) or kept whole (it may bind a peer or a request state). The file is lexed once and
@@ -20,7 +21,10 @@
 use ra_ap_rustc_lexer::{tokenize, FrontmatterAllowed, TokenKind};
 
 mod lets;
+mod squeeze;
 mod uses;
+
+pub use squeeze::squeeze;
 
 use lets::{pattern_end, prune_lets, Let};
 use uses::prune_uses;

@@ -76,7 +76,9 @@ pub fn lint_file_parsed(
     }
     if let Some(masked) = scan.masked {
         // The skipped items are blanks of the same length: offsets are the original file's.
-        if let Ok(syntax) = syn::parse_file(&masked) {
+        // syn parses it with the emptied lines squeezed, so that the tree's lines and columns
+        // are the blanked file's (its byte offsets are not used).
+        if let Ok(syntax) = syn::parse_file(&items::squeeze(&file.text, &masked)) {
             let blanked = file.with_same_lines(masked);
             let diagnostics = lint_syntax(&blanked, &file.text, &syntax, crate_context, states)
                 .into_iter()

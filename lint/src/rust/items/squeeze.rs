@@ -1,0 +1,104 @@
+//! What syn parses of a blanked file: the blanked text with the lines that blanking emptied
+//! reduced to their line breaks. On an MCP-heavy file three quarters of the blanked text can be
+//! spaces, and proc-macro2 pays for each of them twice (its source map counts every character,
+//! its tokeniser skips them one by one).
+//!
+//! Lines and columns (what the findings are made of, see `ByteSpan::from_proc_macro`) are those
+//! of the blanked text: of each run of whitespace that blanking made, the line breaks are kept,
+//! and so is what lies after the last one (it sits in front of the next kept token, on its line);
+//! only what lies before a line break goes. A run that holds no blanked byte is left alone, so the
+//! whitespace of kept string literals, which always lies between non-whitespace bytes of the
+//! literal, is never touched. Byte offsets differ: the caller reads positions as lines and
+//! columns only.
+
+/// `masked` (the blanked form of `original`, the same length) with the emptied lines squeezed.
+pub fn squeeze(original: &str, masked: &str) -> String {
+    let (original, masked) = (original.as_bytes(), masked.as_bytes());
+    debug_assert_eq!(original.len(), masked.len());
+    let mut out = Vec::with_capacity(masked.len() / 2);
+    let mut index = 0;
+    while index < masked.len() {
+        let start = index;
+        while index < masked.len() && !is_space(masked[index]) {
+            index += 1;
+        }
+        out.extend_from_slice(&masked[start..index]);
+        let run = index;
+        while index < masked.len() && is_space(masked[index]) {
+            index += 1;
+        }
+        let blanked = masked[run..index] != original[run..index];
+        match masked[run..index].iter().rposition(|&byte| byte == b'\n') {
+            Some(last_break) if blanked => {
+                let breaks = masked[run..run + last_break]
+                    .iter()
+                    .filter(|&&b| b == b'\n');
+                out.extend(std::iter::repeat_n(b'\n', breaks.count() + 1));
+                out.extend_from_slice(&masked[run + last_break + 1..index]);
+            }
+            _ => out.extend_from_slice(&masked[run..index]),
+        }
+    }
+    // Only ASCII whitespace was removed, between whole characters.
+    String::from_utf8(out).unwrap_or_else(|_| String::from_utf8_lossy(masked).into_owned())
+}
+
+fn is_space(byte: u8) -> bool {
+    matches!(byte, b' ' | b'\n' | b'\r' | b'\t')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::squeeze;
+
+    /// Where each line break and each non-space character is, by (line, column).
+    fn positions(text: &str) -> Vec<(usize, usize, char)> {
+        let mut out = Vec::new();
+        for (line, content) in text.split('\n').enumerate() {
+            for (column, ch) in content.chars().enumerate() {
+                if !ch.is_whitespace() {
+                    out.push((line, column, ch));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn emptied_lines_keep_only_their_breaks_and_tokens_keep_their_lines_and_columns() {
+        let original = "use a;\nfn skipped() {\n    one();\n}\n    fn kept() { x }   // é\n";
+        let masked = "use a;\n              \n          \n \n    fn kept() { x }   // é\n";
+        let squeezed = squeeze(original, masked);
+        assert_eq!(squeezed, "use a;\n\n\n\n    fn kept() { x }   // é\n");
+        assert_eq!(positions(&squeezed), positions(masked));
+    }
+
+    #[test]
+    fn blanks_within_a_line_stay_for_the_columns_after_them() {
+        let original = "let a = 1; skipped(); kept();\n";
+        let masked = "let a = 1;            kept();\n";
+        assert_eq!(squeeze(original, masked), masked);
+    }
+
+    #[test]
+    fn whitespace_that_was_not_blanked_is_left_alone() {
+        // A kept multi-line string literal with trailing spaces and an empty line in it.
+        let original = "fn f() {\n    let s = \"a   \n\n    b\";\n}\n";
+        assert_eq!(squeeze(original, original), original);
+        // The same literal beside a blanked statement.
+        let original = "fn f() {\n    skipped();\n    let s = \"a   \n\n    b\";\n}\n";
+        let masked = "fn f() {\n              \n    let s = \"a   \n\n    b\";\n}\n";
+        let squeezed = squeeze(original, masked);
+        assert!(squeezed.contains("\"a   \n\n    b\""), "{squeezed:?}");
+        assert_eq!(positions(&squeezed), positions(masked));
+    }
+
+    #[test]
+    fn crlf_files_keep_their_line_count() {
+        let original = "fn skipped() {}\r\nfn kept() {}\r\n";
+        let masked = "               \r\nfn kept() {}\r\n";
+        let squeezed = squeeze(original, masked);
+        assert_eq!(squeezed, "\nfn kept() {}\r\n");
+        assert_eq!(positions(&squeezed), positions(masked));
+    }
+}
