@@ -18,9 +18,10 @@
 //! the blanked text does not parse, the caller parses the original, so the approximation can
 //! cost time, never findings.
 
-use ra_ap_rustc_lexer::{tokenize, FrontmatterAllowed, TokenKind};
+use ra_ap_rustc_lexer::TokenKind;
 
 mod lets;
+mod lexer;
 mod squeeze;
 mod uses;
 
@@ -108,12 +109,9 @@ struct Tokens<'t> {
 impl<'t> Tokens<'t> {
     fn new(text: &'t str) -> Self {
         let mut list = Vec::with_capacity(text.len() / 6);
-        let mut offset = 0;
-        for token in tokenize(text, FrontmatterAllowed::No) {
-            let start = offset;
-            offset += token.len as usize;
+        lexer::tokens(text, |kind, start, end| {
             let trivia = matches!(
-                token.kind,
+                kind,
                 TokenKind::Whitespace
                     | TokenKind::LineComment { doc_style: None }
                     | TokenKind::BlockComment {
@@ -122,13 +120,9 @@ impl<'t> Tokens<'t> {
                     }
             );
             if !trivia {
-                list.push(Token {
-                    kind: token.kind,
-                    start,
-                    end: offset,
-                });
+                list.push(Token { kind, start, end });
             }
-        }
+        });
         Tokens {
             text,
             list,

@@ -4,47 +4,36 @@
 //! its tokeniser skips them one by one).
 //!
 //! Lines and columns (what the findings are made of, see `ByteSpan::from_proc_macro`) are those
-//! of the blanked text: of each run of whitespace that blanking made, the line breaks are kept,
-//! and so is what lies after the last one (it sits in front of the next kept token, on its line);
-//! only what lies before a line break goes. A run that holds no blanked byte is left alone, so the
-//! whitespace of kept string literals, which always lies between non-whitespace bytes of the
-//! literal, is never touched. Byte offsets differ: the caller reads positions as lines and
-//! columns only.
+//! of the blanked text: only lines that blanking emptied lose their content (their line break
+//! stays), and no token stands on such a line. A line that blanking did not touch is left alone
+//! even when it is blank, so a kept string literal, whose lines are never blanked, keeps its
+//! content. Byte offsets differ: the caller reads positions as lines and columns only.
 
-/// `masked` (the blanked form of `original`, the same length) with the emptied lines squeezed.
+/// `masked` (the blanked form of `original`, the same length, line breaks in the same places)
+/// with the emptied lines squeezed.
 pub fn squeeze(original: &str, masked: &str) -> String {
     let (original, masked) = (original.as_bytes(), masked.as_bytes());
     debug_assert_eq!(original.len(), masked.len());
     let mut out = Vec::with_capacity(masked.len() / 2);
-    let mut index = 0;
-    while index < masked.len() {
-        let start = index;
-        while index < masked.len() && !is_space(masked[index]) {
-            index += 1;
+    let mut start = 0;
+    while start < masked.len() {
+        let end = memchr::memchr(b'\n', &masked[start..]).map_or(masked.len(), |at| start + at);
+        let line = &masked[start..end];
+        let emptied = line != &original[start..end] && line.iter().all(|&b| is_space(b));
+        if !emptied {
+            out.extend_from_slice(line);
         }
-        out.extend_from_slice(&masked[start..index]);
-        let run = index;
-        while index < masked.len() && is_space(masked[index]) {
-            index += 1;
+        if end < masked.len() {
+            out.push(b'\n');
         }
-        let blanked = masked[run..index] != original[run..index];
-        match masked[run..index].iter().rposition(|&byte| byte == b'\n') {
-            Some(last_break) if blanked => {
-                let breaks = masked[run..run + last_break]
-                    .iter()
-                    .filter(|&&b| b == b'\n');
-                out.extend(std::iter::repeat_n(b'\n', breaks.count() + 1));
-                out.extend_from_slice(&masked[run + last_break + 1..index]);
-            }
-            _ => out.extend_from_slice(&masked[run..index]),
-        }
+        start = end + 1;
     }
-    // Only ASCII whitespace was removed, between whole characters.
+    // Only whole lines of ASCII whitespace were removed.
     String::from_utf8(out).unwrap_or_else(|_| String::from_utf8_lossy(masked).into_owned())
 }
 
 fn is_space(byte: u8) -> bool {
-    matches!(byte, b' ' | b'\n' | b'\r' | b'\t')
+    matches!(byte, b' ' | b'\r' | b'\t')
 }
 
 #[cfg(test)]
