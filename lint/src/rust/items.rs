@@ -355,6 +355,15 @@ fn blank_range(text: &str, start: usize, end: usize, masked: &mut Option<Vec<u8>
     }
 }
 
+/// Whether a struct item may have a field the walk looks at: a peer type named in it, or a
+/// secret-looking name.
+fn struct_may_matter(item: &[u8]) -> bool {
+    super::analyzer::PEER_TYPES
+        .iter()
+        .any(|name| memchr::memmem::find(item, name.as_bytes()).is_some())
+        || super::words::may_name_secret(item)
+}
+
 /// Blanks the items that cannot match; splits the kept containers again, and blanks the
 /// statements that cannot match in every block of the other kept items.
 fn blank(tokens: &Tokens<'_>, items: &[Item<'_>], aliases: &[&str], masked: &mut Blanking) {
@@ -367,14 +376,20 @@ fn blank(tokens: &Tokens<'_>, items: &[Item<'_>], aliases: &[&str], masked: &mut
             }
             continue;
         }
-        if ALWAYS_KEPT.contains(&item.keyword) {
-            continue;
-        }
         let bytes = &text.as_bytes()[item.start..item.end];
         let may_match = tokens.has_trigger(item.start, item.end)
             || aliases
                 .iter()
                 .any(|alias| memchr::memmem::find(bytes, alias.as_bytes()).is_some());
+        if ALWAYS_KEPT.contains(&item.keyword) {
+            // A struct matters to the walk only through its fields: one typed with a peer, or
+            // named like a secret (see `FieldCollector` and `visit_item_struct` in
+            // `analyzer.rs`).
+            if item.keyword == "struct" && !may_match && !struct_may_matter(bytes) {
+                blank_range(text, item.start, item.end, &mut masked.bytes);
+            }
+            continue;
+        }
         if item.keyword == "let" {
             // Decided once the whole file is split (see `prune_lets`); meanwhile the blocks
             // of `let x = match y { A => { .. } }` are split like any other.
@@ -529,6 +544,19 @@ mod tests {
         assert!(out.contains("const C: S = S { a: 1 };"));
         assert!(out.contains("Lazy::new(|| { 1 }).clone();"));
         assert!(!out.contains("impl Gateway"));
+        syn::parse_file(&out).unwrap();
+    }
+
+    #[test]
+    fn structs_stay_only_with_a_peer_typed_or_secret_looking_field() {
+        let text = "#[derive(Serialize)]\nstruct Config { name: String, retries: u8 }\nstruct Login { apiKey: String }\nstruct Card { card_number: String }\nstruct Holder(Arc<RequestContext<RoleServer>>);\nstruct Unit;\nfn quiet() {}\n";
+        let out = masked(text);
+        assert!(!out.contains("struct Config"), "{out}");
+        assert!(!out.contains("Serialize"), "{out}");
+        assert!(!out.contains("struct Unit"), "{out}");
+        assert!(out.contains("struct Login { apiKey: String }"), "{out}");
+        assert!(out.contains("struct Card"), "{out}");
+        assert!(out.contains("struct Holder"), "{out}");
         syn::parse_file(&out).unwrap();
     }
 

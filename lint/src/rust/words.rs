@@ -63,6 +63,44 @@ pub fn is_secret_name(name: &str) -> bool {
             .any(|pair| SECRET_PAIRS.contains(&(pair[0].as_str(), pair[1].as_str())))
 }
 
+/// Whether some name in `text` (a whole item's source) may be one [`is_secret_name`] accepts: one
+/// of its words appears in it, or both words of one of its pairs, in any case. A byte-level
+/// superset, for deciding what to parse (`items.rs`).
+pub fn may_name_secret(text: &[u8]) -> bool {
+    use std::sync::OnceLock;
+    static WORDS: OnceLock<(aho_corasick::AhoCorasick, Vec<&str>)> = OnceLock::new();
+    let (automaton, words) = WORDS.get_or_init(|| {
+        let mut words: Vec<&str> = SECRET_WORDS.to_vec();
+        for (first, second) in SECRET_PAIRS {
+            words.extend([*first, *second]);
+        }
+        words.sort_unstable();
+        words.dedup();
+        let automaton = aho_corasick::AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(&words)
+            .expect("valid secret words");
+        (automaton, words)
+    });
+    let mut seen = vec![false; words.len()];
+    for found in automaton.find_overlapping_iter(text) {
+        let word = words[found.pattern().as_usize()];
+        if SECRET_WORDS.contains(&word) {
+            return true;
+        }
+        seen[found.pattern().as_usize()] = true;
+    }
+    let has = |word: &str| {
+        words
+            .iter()
+            .position(|w| *w == word)
+            .is_some_and(|i| seen[i])
+    };
+    SECRET_PAIRS
+        .iter()
+        .any(|(first, second)| has(first) && has(second))
+}
+
 /// Query keys that must never travel in an elicitation URL.
 const SENSITIVE_QUERY_KEYS: &[&str] = &[
     "token",
@@ -133,6 +171,33 @@ fn replace_placeholders(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn may_name_secret_passes_every_secret_name() {
+        for name in [
+            "password",
+            "userPassword",
+            "api_key",
+            "apiKey",
+            "API_KEY",
+            "privateKey",
+            "card_number",
+            "creditCard",
+            "otp",
+            "pin_code",
+            "secret",
+            "IBAN",
+        ] {
+            assert!(is_secret_name(name), "{name}");
+            assert!(may_name_secret(name.as_bytes()), "{name}");
+        }
+        for name in ["name", "retries", "api_url", "cardholder_name"] {
+            assert!(
+                !may_name_secret(format!("struct S {{ {name}: String }}").as_bytes()),
+                "{name}"
+            );
+        }
+    }
 
     #[test]
     fn words_split_every_case_style() {
