@@ -1,7 +1,8 @@
-//! Parse only what can match: rustc's lexer splits a file into its top-level items, and the items
-//! that contain no trigger word (see [`crate::prefilter::item_may_match`]) are blanked out before
-//! syn parses the file. On an MCP-heavy crate most files pass the file-level pre-filter, but most
-//! of each file (tool bodies, helpers, tests) never names the legacy surface.
+//! Parse only what can match: a lexer pass (rustc's tokens, see [`lexer`]) splits a file into
+//! its top-level items, and the items that contain no trigger word (see
+//! [`crate::prefilter::item_may_match`]) are blanked out before syn parses the file. On an
+//! MCP-heavy crate most files pass the file-level pre-filter, but most of each file (tool bodies,
+//! helpers, tests) never names the legacy surface.
 //!
 //! The same split goes one level down in the items that are kept: the methods of `impl`, `mod`
 //! and `trait` blocks, the statements of `fn` bodies (a handler with one legacy call among
@@ -10,13 +11,14 @@
 //! Blanking replaces every byte of a skipped item except line breaks with a space, so lines,
 //! columns and byte offsets of what is left are those of the original file and the findings need
 //! no mapping; syn is handed the blanked text with its emptied lines squeezed ([`squeeze`]),
-//! which keeps lines and columns. Kept whatever their words: `use` items (name resolution), `struct`, `static` and
-//! `const` items (peer-typed fields and statics, secret-looking fields). The `let` statements are
-//! decided last ([`lets`]): blanked, cut down to `let PATTERN;` (the name stays bound, for
-//! shadowing) or kept whole (it may bind a peer or a request state). The file is lexed once and
-//! the trigger words found in one automaton pass; every level works on those. The split is a lexer's approximation of the grammar; when
-//! the blanked text does not parse, the caller parses the original, so the approximation can
-//! cost time, never findings.
+//! which keeps lines and columns. Kept whatever their words: `use` items (name resolution,
+//! decided last, see [`uses`]), `static` and `const` items (peer-typed statics), and `struct`
+//! items that name a peer type or a secret-looking word (peer-typed and secret-looking fields).
+//! The `let` statements are decided last ([`lets`]): blanked, cut down to `let PATTERN;` (the name
+//! stays bound, for shadowing) or kept whole (it may bind a peer or a request state). The file is
+//! lexed once and the trigger words found in one automaton pass; every level works on those. The
+//! split is a lexer's approximation of the grammar; when the blanked text does not parse, the
+//! caller parses the original, so the approximation can cost time, never findings.
 
 use ra_ap_rustc_lexer::TokenKind;
 
