@@ -350,11 +350,12 @@ struct Blanking {
 /// Replaces `text[start..end]` with spaces, line breaks kept, in the (lazily made) copy.
 fn blank_range(text: &str, start: usize, end: usize, masked: &mut Option<Vec<u8>>) {
     let out = masked.get_or_insert_with(|| text.as_bytes().to_vec());
-    for byte in &mut out[start..end] {
-        if *byte != b'\n' && *byte != b'\r' {
-            *byte = b' ';
-        }
+    let mut from = start;
+    while let Some(at) = memchr::memchr2(b'\n', b'\r', &out[from..end]) {
+        out[from..from + at].fill(b' ');
+        from += at + 1;
     }
+    out[from..end].fill(b' ');
 }
 
 /// Whether a struct item may have a field the walk looks at: a peer type named in it, or a

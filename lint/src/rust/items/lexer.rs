@@ -32,17 +32,20 @@ fn is_ascii_ident(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || byte == b'_'
 }
 
+/// How many bytes at the start of `rest` `accept` takes.
+fn run(rest: &[u8], accept: impl Fn(u8) -> bool) -> usize {
+    rest.iter()
+        .position(|&byte| !accept(byte))
+        .unwrap_or(rest.len())
+}
+
 /// The token at `at` when it is a common one, and where it ends; `None` for rustc's lexer.
 fn common(bytes: &[u8], at: usize) -> Option<(TokenKind, usize)> {
     let rest = &bytes[at..];
     let single = |kind| Some((kind, at + 1));
     match rest[0] {
         first if is_ascii_space(first) => {
-            let end = at
-                + rest
-                    .iter()
-                    .position(|&b| !is_ascii_space(b))
-                    .unwrap_or(rest.len());
+            let end = at + run(rest, is_ascii_space);
             // A non-ASCII character next may be whitespace too (U+0085, U+200E, U+2028, ...).
             match bytes.get(end) {
                 Some(next) if !next.is_ascii() => None,
@@ -50,11 +53,7 @@ fn common(bytes: &[u8], at: usize) -> Option<(TokenKind, usize)> {
             }
         }
         b'a'..=b'z' | b'A'..=b'Z' | b'_' => {
-            let end = at
-                + rest
-                    .iter()
-                    .position(|&b| !is_ascii_ident(b))
-                    .unwrap_or(rest.len());
+            let end = at + run(rest, is_ascii_ident);
             // Followed by `#`, `"` or `'`: a raw identifier, a prefixed literal (`b'x'`,
             // `br"…"`, `c"…"`) or an unknown prefix; by a non-ASCII character: a longer
             // identifier, or an invalid one. Those are rustc's.
