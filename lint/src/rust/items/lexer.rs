@@ -24,19 +24,51 @@ pub fn tokens(text: &str, mut each: impl FnMut(TokenKind, usize, usize)) {
     }
 }
 
+/// Byte classes, looked up rather than compared: most of a file is identifiers and indentation.
+const SPACE: u8 = 1;
+const IDENT: u8 = 2;
+static CLASS: [u8; 256] = {
+    let mut class = [0u8; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        let b = byte as u8;
+        if matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C) {
+            class[byte] = SPACE;
+        } else if b.is_ascii_alphanumeric() || b == b'_' {
+            class[byte] = IDENT;
+        }
+        byte += 1;
+    }
+    class
+};
+
 fn is_ascii_space(byte: u8) -> bool {
-    matches!(byte, b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C)
+    CLASS[usize::from(byte)] == SPACE
 }
 
 fn is_ascii_ident(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric() || byte == b'_'
+    CLASS[usize::from(byte)] == IDENT
 }
 
-/// How many bytes at the start of `rest` `accept` takes.
-fn run(rest: &[u8], accept: impl Fn(u8) -> bool) -> usize {
-    rest.iter()
-        .position(|&byte| !accept(byte))
-        .unwrap_or(rest.len())
+/// How many bytes at the start of `rest` are of `class`. Runs of spaces (indentation) are
+/// skipped eight at a time.
+fn run(rest: &[u8], class: u8) -> usize {
+    let mut start = 0;
+    if class == SPACE {
+        start = 1;
+        while let Some(chunk) = rest.get(start..start + 8) {
+            if chunk != b"        " {
+                break;
+            }
+            start += 8;
+        }
+    }
+    let tail = &rest[start.min(rest.len())..];
+    start
+        + tail
+            .iter()
+            .position(|&byte| CLASS[usize::from(byte)] != class)
+            .unwrap_or(tail.len())
 }
 
 /// The token at `at` when it is a common one, and where it ends; `None` for rustc's lexer.
@@ -45,7 +77,7 @@ fn common(bytes: &[u8], at: usize) -> Option<(TokenKind, usize)> {
     let single = |kind| Some((kind, at + 1));
     match rest[0] {
         first if is_ascii_space(first) => {
-            let end = at + run(rest, is_ascii_space);
+            let end = at + run(rest, SPACE);
             // A non-ASCII character next may be whitespace too (U+0085, U+200E, U+2028, ...).
             match bytes.get(end) {
                 Some(next) if !next.is_ascii() => None,
@@ -53,7 +85,7 @@ fn common(bytes: &[u8], at: usize) -> Option<(TokenKind, usize)> {
             }
         }
         b'a'..=b'z' | b'A'..=b'Z' | b'_' => {
-            let end = at + run(rest, is_ascii_ident);
+            let end = at + run(rest, IDENT);
             // Followed by `#`, `"` or `'`: a raw identifier, a prefixed literal (`b'x'`,
             // `br"…"`, `c"…"`) or an unknown prefix; by a non-ASCII character: a longer
             // identifier, or an invalid one. Those are rustc's.
