@@ -227,19 +227,21 @@ pub fn run(args: Args, ordered: Vec<(usize, Level, String)>) -> u8 {
     }
     let _ = pool.build_global();
 
+    // Also after `--fix`: the manifest texts a walk reads are those from before the fixes.
     let find_targets = || {
         if args.paths.is_empty() {
             walk::workspace_targets()
         } else {
             walk::path_targets(&args.paths)
         }
+        .map_err(|error| {
+            eprintln!("error: {error}");
+            EXIT_ERROR
+        })
     };
     let targets = match find_targets() {
         Ok(targets) => targets,
-        Err(error) => {
-            eprintln!("error: {error}");
-            return EXIT_ERROR;
-        }
+        Err(code) => return code,
     };
     let config = match load_config(&args, &targets, cli_levels) {
         Ok(config) => config,
@@ -255,14 +257,10 @@ pub fn run(args: Args, ordered: Vec<(usize, Level, String)>) -> u8 {
     if args.fix || args.unsafe_fixes {
         match apply_fixes(&targets, &config, &outcome, allowed_fixes(&args)) {
             Ok(0) => {}
-            // Report what the fixes left: walk again, since the manifest texts the walk read
-            // are those from before the fixes.
+            // Report what the fixes left, from a new walk.
             Ok(_) => match find_targets() {
                 Ok(fixed) => outcome = crate::lint(&fixed, &config, !args.no_prefilter),
-                Err(error) => {
-                    eprintln!("error: {error}");
-                    return EXIT_ERROR;
-                }
+                Err(code) => return code,
             },
             Err(code) => return code,
         }

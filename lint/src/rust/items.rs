@@ -380,19 +380,22 @@ fn blank(tokens: &Tokens<'_>, items: &[Item<'_>], aliases: &[&str], masked: &mut
             continue;
         }
         let bytes = &text.as_bytes()[item.start..item.end];
-        let may_match = tokens.has_trigger(item.start, item.end)
-            || aliases
-                .iter()
-                .any(|alias| memchr::memmem::find(bytes, alias.as_bytes()).is_some());
+        let may_match = || {
+            tokens.has_trigger(item.start, item.end)
+                || aliases
+                    .iter()
+                    .any(|alias| memchr::memmem::find(bytes, alias.as_bytes()).is_some())
+        };
         if ALWAYS_KEPT.contains(&item.keyword) {
             // A struct matters to the walk only through its fields: one typed with a peer, or
             // named like a secret (see `FieldCollector` and `visit_item_struct` in
             // `analyzer.rs`).
-            if item.keyword == "struct" && !may_match && !struct_may_matter(bytes) {
+            if item.keyword == "struct" && !may_match() && !struct_may_matter(bytes) {
                 blank_range(text, item.start, item.end, &mut masked.bytes);
             }
             continue;
         }
+        let may_match = may_match();
         if item.keyword == "let" {
             // Decided once the whole file is split (see `prune_lets`); meanwhile the blocks
             // of `let x = match y { A => { .. } }` are split like any other.

@@ -4,8 +4,8 @@
 //! characters, block comments, raw and prefixed strings, anything non-ASCII) by rustc's lexer
 //! itself, started at that token. Its lexer keeps no state from one token to the next but the
 //! position, so the stream is the same token for token (`same_tokens_as_rustc_lexer` checks it on
-//! every Rust file of the repository and on generated text); the lexer was a third of the
-//! pre-filter's scan of a file.
+//! every Rust file of the repository and on generated text); rustc's lexer alone was 40 % of the
+//! instructions of the scan (`items::scan`) on the MCP-heavy benchmark corpus.
 
 use ra_ap_rustc_lexer::{Cursor, DocStyle, FrontmatterAllowed, LiteralKind, TokenKind};
 
@@ -50,11 +50,12 @@ fn is_ascii_ident(byte: u8) -> bool {
     CLASS[usize::from(byte)] == IDENT
 }
 
-/// How many bytes at the start of `rest` are of `class`. Runs of spaces (indentation) are
-/// skipped eight at a time.
+/// How many bytes at the start of `rest` are of `class` (its first byte is). Runs of spaces
+/// (indentation) are skipped eight at a time.
 fn run(rest: &[u8], class: u8) -> usize {
     let mut start = 0;
     if class == SPACE {
+        // The first byte is whitespace, often the line break before the indentation.
         start = 1;
         while let Some(chunk) = rest.get(start..start + 8) {
             if chunk != b"        " {
