@@ -114,24 +114,22 @@ pub fn lint(targets: &Targets, config: &Config, use_prefilter: bool) -> Outcome 
         match pass {
             Pass::Excluded => continue,
             Pass::Done(result) => results.push(result),
-            Pass::Parse(text) => survivors.push((path, context, text)),
+            Pass::Parse(text, triggers) => survivors.push((path, context, text, triggers)),
         }
         outcome.summary.files_scanned += 1;
     }
     // Largest first, one file per job: the big files start early and the small ones fill in.
-    survivors.sort_by_key(|(_, _, text)| std::cmp::Reverse(text.len()));
+    survivors.sort_by_key(|(_, _, text, _)| std::cmp::Reverse(text.len()));
     let parsed: Vec<FileResult> = survivors
         .into_par_iter()
         .with_max_len(1)
-        .map(|(path, context, text)| {
-            lint_rust(
-                path,
-                &display_path(path, &cwd),
-                context,
-                text,
-                config,
-                use_prefilter,
-            )
+        .map(|(path, context, text, triggers)| {
+            let mask = if use_prefilter {
+                rust::Mask::WithoutTrigger(triggers)
+            } else {
+                rust::Mask::Nothing
+            };
+            lint_rust(path, &display_path(path, &cwd), context, text, config, mask)
         })
         .collect();
 
@@ -206,7 +204,10 @@ pub fn lint_source(
     config: &Config,
 ) -> Vec<Diagnostic> {
     match context {
-        Some(context) => lint_rust(path, display, context, text, config, true).diagnostics,
+        Some(context) => {
+            let mask = rust::Mask::WithoutTrigger(None);
+            lint_rust(path, display, context, text, config, mask).diagnostics
+        }
         None => lint_manifest(path, Some(&text), display, config, false).diagnostics,
     }
 }
@@ -224,8 +225,9 @@ enum Pass {
     Excluded,
     /// Settled without parsing: skipped by the pre-filter, or unreadable.
     Done(FileResult),
-    /// Its text, for the second pass.
-    Parse(String),
+    /// Its text, for the second pass, and where its trigger words start when the pre-filter
+    /// found them (see [`read_and_filter`]).
+    Parse(String, Option<Vec<usize>>),
 }
 
 fn read_and_filter(
@@ -254,14 +256,25 @@ fn read_and_filter(
             skipped: true,
             ..FileResult::default()
         });
-        if use_prefilter && !prefilter::may_match(buffer, context.depends_on_sdk) {
-            return skipped;
+        // In a crate that depends on the SDK, the pre-filter's words are those that decide which
+        // items syn parses: where they start is found once, here, and handed on.
+        let mut triggers = None;
+        if use_prefilter {
+            if context.depends_on_sdk {
+                let starts = prefilter::trigger_starts(buffer);
+                if starts.is_empty() {
+                    return skipped;
+                }
+                triggers = Some(starts);
+            } else if !prefilter::may_match(buffer, false) {
+                return skipped;
+            }
         }
         let Ok(text) = std::str::from_utf8(buffer) else {
             let display = display_path(path, cwd);
             return Pass::Done(unreadable(&display, "the file is not valid UTF-8", config));
         };
-        Pass::Parse(text.to_owned())
+        Pass::Parse(text.to_owned(), triggers)
     })
 }
 
@@ -271,11 +284,10 @@ fn lint_rust(
     context: &rust::CrateContext,
     text: String,
     config: &Config,
-    use_prefilter: bool,
+    mask: rust::Mask,
 ) -> FileResult {
     let file = SourceFile::new(display.to_path_buf(), text);
-    // Without the pre-filter, every item is parsed too.
-    let (diagnostics, syntax) = rust::lint_file_parsed(&file, context, use_prefilter);
+    let (diagnostics, syntax) = rust::lint_file_parsed(&file, context, mask);
     finish(
         &file,
         CommentStyle::Slashes,

@@ -11,7 +11,8 @@ use std::sync::OnceLock;
 
 use aho_corasick::AhoCorasick;
 
-/// Every rule's Rust trigger contains one of these (a test checks the method-name table).
+/// Every rule's Rust trigger contains one of these (tests check the method-name and symbol-name
+/// tables).
 pub const TRIGGERS: &[&str] = &[
     "create_message",
     "list_roots",
@@ -34,8 +35,14 @@ pub const TRIGGERS: &[&str] = &[
     "ElicitationResponse",
     "ElicitationComplet",
     "input_required",
-    "Sse",
-    "sse_",
+    // The legacy transports' names (`symbols::symbol_name`), not `Sse` alone: `SseEvent`,
+    // `sse_keep_alive` and the `Sse` variants of an MCP gateway's own enums are everywhere in
+    // the crates that serve SSE streams over Streamable HTTP.
+    "SseServer",
+    "SseClient",
+    "SseTransport",
+    "sse_server",
+    "sse_client",
     "sampling/",
     "roots/",
     "notifications/",
@@ -91,16 +98,14 @@ fn automaton(depends_on_sdk: bool) -> &'static AhoCorasick {
     }
 }
 
-/// Any word of either list: whether one item of a file that passed [`may_match`] may hold
-/// something to report (see `rust/items.rs`), since a file of a crate without rmcp passes on
-/// `rmcp` alone and its items then name the SDK's methods without it.
+/// The words an item (or a macro body) must spell to hold something to report, in a file that
+/// passed [`may_match`]: [`TRIGGERS`], whatever the crate. `rmcp`, which lets a file of a crate
+/// without the SDK pass, is not one of them: every rule's trigger contains a word of
+/// [`TRIGGERS`] (the tests below check the method-name table and the SDK-free strings), so an
+/// item that names `rmcp` and nothing else (a doc comment that names the SDK, an `rmcp::Error`
+/// conversion) holds nothing to report.
 fn any_trigger() -> &'static AhoCorasick {
-    static ANY: OnceLock<AhoCorasick> = OnceLock::new();
-    ANY.get_or_init(|| {
-        let mut words: Vec<&str> = TRIGGERS.to_vec();
-        words.extend(STANDALONE_TRIGGERS.iter().filter(|w| !TRIGGERS.contains(w)));
-        build(&words)
-    })
+    automaton(true)
 }
 
 /// Whether one item of a file that passed [`may_match`] may hold something to report.
@@ -152,6 +157,35 @@ mod tests {
     fn every_method_name_rule_passes_the_filter() {
         for name in crate::rust::METHOD_NAMES {
             assert!(may_match(name.as_bytes(), true), "{name}");
+        }
+    }
+
+    #[test]
+    fn every_symbol_name_rule_passes_the_filter() {
+        for name in crate::rust::SYMBOL_NAMES {
+            assert!(may_match(name.as_bytes(), true), "{name}");
+            assert!(item_may_match(name.as_bytes()), "{name}");
+        }
+        // What streams SSE over Streamable HTTP, or an axum endpoint, is not the legacy transport.
+        for text in [
+            "SseEvent",
+            "enum Protocol { Sse }",
+            "sse_keep_alive: None",
+            "Sse::new(s)",
+        ] {
+            assert!(!may_match(text.as_bytes(), true), "{text}");
+        }
+    }
+
+    #[test]
+    fn items_need_a_rule_word_not_the_sdk_name() {
+        // `rmcp` lets a file of a crate without the SDK through; an item needs a rule's word.
+        assert!(may_match(b"use rmcp::model::Tool;", false));
+        assert!(!item_may_match(
+            b"/// Wraps an `rmcp` error.\nfn wrap(e: rmcp::ErrorData) {}"
+        ));
+        for text in STANDALONE_TRIGGERS.iter().filter(|word| **word != "rmcp") {
+            assert!(item_may_match(text.as_bytes()), "{text}");
         }
     }
 

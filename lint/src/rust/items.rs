@@ -295,17 +295,29 @@ fn split<'t>(
     out
 }
 
-/// Scans `text`: nesting depth, and (unless `mask` is false) the blanked form. Doc comments are
-/// blanked in what is kept too: syn turns each line into an attribute, and no rule reads them.
-/// `states`: the file may check a request state (`super::checks_state`), so `let`s that may make
-/// one are kept.
-pub fn scan(text: &str, max_depth: usize, mask: bool, states: bool) -> Scan {
+/// What [`scan`] blanks.
+pub enum Mask {
+    /// Nothing: syn parses every item.
+    Nothing,
+    /// The items (and statements) without a trigger word. With the offsets where the trigger
+    /// words start ([`crate::prefilter::trigger_starts`]) when the caller has them already: the
+    /// pre-filter of a file of a crate that depends on the SDK looks for the same words.
+    WithoutTrigger(Option<Vec<usize>>),
+}
+
+/// Scans `text`: nesting depth, and (unless `mask` is [`Mask::Nothing`]) the blanked form. Doc
+/// comments are blanked in what is kept too: syn turns each line into an attribute, and no rule
+/// reads them. `states`: the file may check a request state (`super::checks_state`), so `let`s
+/// that may make one are kept.
+pub fn scan(text: &str, max_depth: usize, mask: Mask, states: bool) -> Scan {
     let mut tokens = Tokens::new(text);
-    if mask {
-        tokens.triggers = crate::prefilter::trigger_starts(text.as_bytes());
+    let masks = matches!(mask, Mask::WithoutTrigger(_));
+    if let Mask::WithoutTrigger(triggers) = mask {
+        tokens.triggers =
+            triggers.unwrap_or_else(|| crate::prefilter::trigger_starts(text.as_bytes()));
     }
     let top = split(&tokens, 0, tokens.list.len(), max_depth, false);
-    if top.too_deep.is_some() || !mask || !top.balanced {
+    if top.too_deep.is_some() || !masks || !top.balanced {
         return Scan {
             too_deep: top.too_deep,
             masked: None,
@@ -523,9 +535,14 @@ mod tests {
     }
 
     fn masked(text: &str) -> String {
-        scan(text, 256, true, crate::rust::checks_state(text))
-            .masked
-            .unwrap_or_else(|| text.to_owned())
+        scan(
+            text,
+            256,
+            Mask::WithoutTrigger(None),
+            crate::rust::checks_state(text),
+        )
+        .masked
+        .unwrap_or_else(|| text.to_owned())
     }
 
     #[test]
@@ -719,17 +736,29 @@ mod tests {
 
     #[test]
     fn nothing_to_blank_gives_no_copy() {
-        assert!(scan("fn f() { peer.list_roots(); }", 256, true, false)
+        assert!(scan(
+            "fn f() { peer.list_roots(); }",
+            256,
+            Mask::WithoutTrigger(None),
+            false
+        )
+        .masked
+        .is_none());
+        assert!(scan("fn f() { 1 }", 256, Mask::Nothing, false)
             .masked
             .is_none());
-        assert!(scan("fn f() { 1 }", 256, false, false).masked.is_none());
     }
 
     #[test]
     fn depth_counts_real_delimiters_only() {
         let deep = format!("fn f() {{ {}1{} }}", "(".repeat(300), ")".repeat(300));
-        assert!(scan(&deep, 256, true, false).too_deep.is_some());
+        assert!(scan(&deep, 256, Mask::WithoutTrigger(None), false)
+            .too_deep
+            .is_some());
         let shallow = format!("fn f() {{ let s = \"{}\"; }}", "(".repeat(1000));
-        assert_eq!(scan(&shallow, 256, true, false).too_deep, None);
+        assert_eq!(
+            scan(&shallow, 256, Mask::WithoutTrigger(None), false).too_deep,
+            None
+        );
     }
 }

@@ -10,7 +10,8 @@ mod shapes;
 mod symbols;
 pub mod words;
 
-pub use symbols::METHOD_NAMES;
+pub use items::Mask;
+pub use symbols::{METHOD_NAMES, SYMBOL_NAMES};
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -47,7 +48,12 @@ pub fn lint_file_with(
     crate_context: &CrateContext,
     skip_items: bool,
 ) -> Vec<Diagnostic> {
-    lint_file_parsed(file, crate_context, skip_items).0
+    let mask = if skip_items {
+        Mask::WithoutTrigger(None)
+    } else {
+        Mask::Nothing
+    };
+    lint_file_parsed(file, crate_context, mask).0
 }
 
 /// [`lint_file_with`], and the syntax tree the findings came from, when its spans are the file's
@@ -55,10 +61,10 @@ pub fn lint_file_with(
 pub fn lint_file_parsed(
     file: &Arc<SourceFile>,
     crate_context: &CrateContext,
-    skip_items: bool,
+    mask: Mask,
 ) -> (Vec<Diagnostic>, Option<syn::File>) {
     let states = checks_state(&file.text);
-    let scan = items::scan(&file.text, MAX_NESTING, skip_items, states);
+    let scan = items::scan(&file.text, MAX_NESTING, mask, states);
     if let Some(offset) = scan.too_deep {
         let diagnostic = Diagnostic {
             rule: RuleId::UnparsableFile,

@@ -441,25 +441,42 @@ fn symbol(path: &[String]) -> Option<Finding> {
     path.iter().rev().find_map(|segment| symbol_name(segment))
 }
 
+/// The legacy SDK items reported by name wherever a path names them (see [`symbol_name`]).
+pub const SYMBOL_NAMES: &[&str] = &[
+    "ElicitationCompletionNotification",
+    "ElicitationCompleteNotification",
+    "ElicitationResponseNotificationParam",
+    "SubscribeRequest",
+    "UnsubscribeRequest",
+    "SubscribeRequestParams",
+    "UnsubscribeRequestParams",
+    "SubscribeRequestParam",
+    "UnsubscribeRequestParam",
+    "SubscribeRequestMethod",
+    "UnsubscribeRequestMethod",
+    "SseServer",
+    "SseServerConfig",
+    "SseServerTransport",
+    "SseClientTransport",
+    "SseTransport",
+    "SseClientConfig",
+    "SseClient",
+    "sse_server",
+    "sse_client",
+];
+
+/// The finding for a path segment that names one of [`SYMBOL_NAMES`].
 fn symbol_name(last: &str) -> Option<Finding> {
-    match last {
-        "ElicitationCompletionNotification"
-        | "ElicitationCompleteNotification"
-        | "ElicitationResponseNotificationParam" => Some(elicitation_complete(last)),
-        "SubscribeRequest"
-        | "UnsubscribeRequest"
-        | "SubscribeRequestParams"
-        | "UnsubscribeRequestParams"
-        | "SubscribeRequestParam"
-        | "UnsubscribeRequestParam"
-        | "SubscribeRequestMethod"
-        | "UnsubscribeRequestMethod" => Some(resource_subscription_item(last)),
-        "SseServer" | "SseServerConfig" | "SseServerTransport" | "SseClientTransport"
-        | "SseTransport" | "SseClientConfig" | "SseClient" | "sse_server" | "sse_client" => {
-            Some(sse(last))
-        }
-        _ => None,
+    if !SYMBOL_NAMES.contains(&last) {
+        return None;
     }
+    Some(if last.starts_with("Elicitation") {
+        elicitation_complete(last)
+    } else if last.contains("ubscribe") {
+        resource_subscription_item(last)
+    } else {
+        sse(last)
+    })
 }
 
 /// The legacy transports' own types, followed through a wrapper crate's re-export.
@@ -629,5 +646,29 @@ mod tests {
             assert!(method(name).is_some(), "{name}");
         }
         assert!(method("send").is_none());
+    }
+
+    #[test]
+    fn every_symbol_name_has_its_rule() {
+        let rule = |name: &str| symbol_name(name).map(|finding| finding.rule);
+        assert_eq!(
+            rule("ElicitationResponseNotificationParam"),
+            Some(RuleId::ElicitationCompleteNotification)
+        );
+        assert_eq!(
+            rule("UnsubscribeRequestMethod"),
+            Some(RuleId::LegacyResourceSubscription)
+        );
+        assert_eq!(rule("sse_client"), Some(RuleId::LegacySseTransport));
+        assert_eq!(rule("SseServerConfig"), Some(RuleId::LegacySseTransport));
+        for name in [
+            "SseEvent",
+            "Sse",
+            "sse_keep_alive",
+            "Subscriber",
+            "Elicitation",
+        ] {
+            assert_eq!(rule(name), None, "{name}");
+        }
     }
 }
