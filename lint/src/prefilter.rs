@@ -108,9 +108,19 @@ fn any_trigger() -> &'static AhoCorasick {
     automaton(true)
 }
 
+/// Whether a trigger word found in `source` is one: `ubscribe` followed by `r` is
+/// `tracing_subscriber` or `SubscriberExt` (which every binary's `main` imports), not
+/// `subscribe`, `SubscribeRequest` or `resources/subscribe`. No trigger word starts inside
+/// `ubscriber`, so skipping it hides none.
+fn is_trigger(source: &[u8], found: &aho_corasick::Match) -> bool {
+    !(source.get(found.end()) == Some(&b'r') && &source[found.range()] == b"ubscribe")
+}
+
 /// Whether one item of a file that passed [`may_match`] may hold something to report.
 pub fn item_may_match(item: &[u8]) -> bool {
-    any_trigger().is_match(item)
+    any_trigger()
+        .find_iter(item)
+        .any(|found| is_trigger(item, &found))
 }
 
 /// Where the words of [`item_may_match`] start in `source`, in order: one pass over a file
@@ -118,6 +128,7 @@ pub fn item_may_match(item: &[u8]) -> bool {
 pub fn trigger_starts(source: &[u8]) -> Vec<usize> {
     any_trigger()
         .find_iter(source)
+        .filter(|found| is_trigger(source, found))
         .map(|found| found.start())
         .collect()
 }
@@ -131,7 +142,9 @@ pub fn manifest_may_match(manifest: &[u8]) -> bool {
 /// Whether a Rust source may contain something a rule looks for, given whether its crate
 /// depends on rmcp.
 pub fn may_match(source: &[u8], depends_on_sdk: bool) -> bool {
-    automaton(depends_on_sdk).is_match(source)
+    automaton(depends_on_sdk)
+        .find_iter(source)
+        .any(|found| is_trigger(source, &found))
 }
 
 #[cfg(test)]
@@ -175,6 +188,32 @@ mod tests {
         ] {
             assert!(!may_match(text.as_bytes(), true), "{text}");
         }
+    }
+
+    #[test]
+    fn a_tracing_subscriber_is_not_a_resource_subscription() {
+        for text in [
+            "tracing_subscriber::fmt().init();",
+            "use tracing_subscriber::{layer::SubscriberExt, util::SubscriberInitExt};",
+        ] {
+            assert!(!may_match(text.as_bytes(), true), "{text}");
+            assert!(!item_may_match(text.as_bytes()), "{text}");
+            assert!(trigger_starts(text.as_bytes()).is_empty(), "{text}");
+        }
+        for text in [
+            "peer.subscribe(params)",
+            "fn unsubscribe(&self)",
+            "SubscribeRequestParams",
+            ".enable_resources_subscribe()",
+            "\"resources/subscribe\"",
+            // A subscriber and a subscription in one text: the second still counts.
+            "tracing_subscriber::fmt(); peer.subscribe(p)",
+        ] {
+            assert!(may_match(text.as_bytes(), true), "{text}");
+            assert!(item_may_match(text.as_bytes()), "{text}");
+        }
+        assert!(may_match(b"\"resources/subscribe\"", false));
+        assert_eq!(trigger_starts(b"tracing_subscriber; x.subscribe()"), [23]);
     }
 
     #[test]
