@@ -81,9 +81,13 @@ pub const STANDALONE_TRIGGERS: &[&str] = &[
 
 /// Leftmost-first matching: it lets aho-corasick use its SIMD "Teddy" searcher (as ripgrep does)
 /// for these small literal sets; with standard semantics it falls back to a scalar automaton.
+/// Teddy finds the candidates, so the automaton behind it only confirms them: a contiguous NFA,
+/// whose build is a fraction of the DFA's that aho-corasick picks for so few patterns (the
+/// build was 2.6 % of a run's instructions on the MCP-heavy corpus, searching no faster).
 fn build(patterns: &[&str]) -> AhoCorasick {
     AhoCorasick::builder()
         .match_kind(aho_corasick::MatchKind::LeftmostFirst)
+        .kind(Some(aho_corasick::AhoCorasickKind::ContiguousNFA))
         .build(patterns)
         .expect("valid trigger patterns")
 }
