@@ -28,19 +28,11 @@ fn collect(tokens: TokenStream, out: &mut Vec<Fragment>, depth: usize) {
     if depth > MAX_DEPTH || tokens.is_empty() {
         return;
     }
-    // A `;` outside any group ends a statement: no list of expressions has one, so a body of
-    // statements (a helper macro's `{ .. }`) goes straight to the statement parser.
-    let has_semicolon = tokens
-        .clone()
-        .into_iter()
-        .any(|tree| matches!(&tree, TokenTree::Punct(punct) if punct.as_char() == ';'));
-    if !has_semicolon {
-        if let Ok(exprs) =
-            Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated.parse2(tokens.clone())
-        {
-            out.extend(exprs.into_iter().map(|expr| Fragment::Expr(Box::new(expr))));
-            return;
-        }
+    if let Ok(exprs) =
+        Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated.parse2(tokens.clone())
+    {
+        out.extend(exprs.into_iter().map(|expr| Fragment::Expr(Box::new(expr))));
+        return;
     }
     if let Ok(stmts) = syn::Block::parse_within.parse2(tokens.clone()) {
         out.extend(stmts.into_iter().map(|stmt| Fragment::Stmt(Box::new(stmt))));
