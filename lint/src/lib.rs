@@ -114,7 +114,7 @@ pub fn lint(targets: &Targets, config: &Config, use_prefilter: bool) -> Outcome 
         match pass {
             Pass::Excluded => continue,
             Pass::Done(result) => results.push(result),
-            Pass::Parse(text, triggers) => survivors.push((path, context, text, triggers)),
+            Pass::Parse(text, mask) => survivors.push((path, context, text, mask)),
         }
         outcome.summary.files_scanned += 1;
     }
@@ -123,12 +123,7 @@ pub fn lint(targets: &Targets, config: &Config, use_prefilter: bool) -> Outcome 
     let parsed: Vec<FileResult> = survivors
         .into_par_iter()
         .with_max_len(1)
-        .map(|(path, context, text, triggers)| {
-            let mask = if use_prefilter {
-                rust::Mask::WithoutTrigger(triggers)
-            } else {
-                rust::Mask::Nothing
-            };
+        .map(|(path, context, text, mask)| {
             lint_rust(path, &display_path(path, &cwd), context, text, config, mask)
         })
         .collect();
@@ -225,9 +220,8 @@ enum Pass {
     Excluded,
     /// Settled without parsing: skipped by the pre-filter, or unreadable.
     Done(FileResult),
-    /// Its text, for the second pass, and where its trigger words start when the pre-filter
-    /// found them (see [`read_and_filter`]).
-    Parse(String, Option<Vec<usize>>),
+    /// Its text, for the second pass, and what of it syn may skip (see [`read_and_filter`]).
+    Parse(String, rust::Mask),
 }
 
 fn read_and_filter(
@@ -256,25 +250,27 @@ fn read_and_filter(
             skipped: true,
             ..FileResult::default()
         });
-        // In a crate that depends on the SDK, the pre-filter's words are those that decide which
-        // items syn parses: where they start is found once, here, and handed on.
-        let mut triggers = None;
-        if use_prefilter {
-            if context.depends_on_sdk {
-                let starts = prefilter::trigger_starts(buffer);
-                if starts.is_empty() {
-                    return skipped;
-                }
-                triggers = Some(starts);
-            } else if !prefilter::may_match(buffer, false) {
+        // Without the pre-filter, every item is parsed too. In a crate that depends on the SDK,
+        // the pre-filter's words are those that decide which items syn parses: where they start
+        // is found once, here, and handed on.
+        let mask = if !use_prefilter {
+            rust::Mask::Nothing
+        } else if context.depends_on_sdk {
+            let starts = prefilter::trigger_starts(buffer);
+            if starts.is_empty() {
                 return skipped;
             }
-        }
+            rust::Mask::WithoutTrigger(Some(starts))
+        } else if prefilter::may_match(buffer, false) {
+            rust::Mask::WithoutTrigger(None)
+        } else {
+            return skipped;
+        };
         let Ok(text) = std::str::from_utf8(buffer) else {
             let display = display_path(path, cwd);
             return Pass::Done(unreadable(&display, "the file is not valid UTF-8", config));
         };
-        Pass::Parse(text.to_owned(), triggers)
+        Pass::Parse(text.to_owned(), mask)
     })
 }
 

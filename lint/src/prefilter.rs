@@ -105,34 +105,35 @@ fn automaton(depends_on_sdk: bool) -> &'static AhoCorasick {
 /// The words an item (or a macro body) must spell to hold something to report, in a file that
 /// passed [`may_match`]: [`TRIGGERS`], whatever the crate. `rmcp`, which lets a file of a crate
 /// without the SDK pass, is not one of them: every rule's trigger contains a word of
-/// [`TRIGGERS`] (the tests below check the method-name table and the SDK-free strings), so an
-/// item that names `rmcp` and nothing else (a doc comment that names the SDK, an `rmcp::Error`
-/// conversion) holds nothing to report.
+/// [`TRIGGERS`] (the tests below check the method-name and symbol-name tables and the SDK-free
+/// strings), so an item that names `rmcp` and nothing else (a doc comment that names the SDK, an
+/// `rmcp::Error` conversion) holds nothing to report.
 fn any_trigger() -> &'static AhoCorasick {
     automaton(true)
 }
 
-/// Whether a trigger word found in `source` is one: `ubscribe` followed by `r` is
-/// `tracing_subscriber` or `SubscriberExt` (which every binary's `main` imports), not
-/// `subscribe`, `SubscribeRequest` or `resources/subscribe`. No trigger word starts inside
-/// `ubscriber`, so skipping it hides none.
-fn is_trigger(source: &[u8], found: &aho_corasick::Match) -> bool {
-    !(source.get(found.end()) == Some(&b'r') && &source[found.range()] == b"ubscribe")
+/// Where `automaton`'s words are found in `source`, in order, without the matches that are not
+/// the word: `ubscribe` followed by `r` is `tracing_subscriber` or `SubscriberExt` (which every
+/// binary's `main` imports), not `subscribe`, `SubscribeRequest` or `resources/subscribe`. No
+/// trigger word starts inside `ubscriber`, so skipping it hides none.
+fn triggers_in<'s>(
+    automaton: &'static AhoCorasick,
+    source: &'s [u8],
+) -> impl Iterator<Item = aho_corasick::Match> + 's {
+    automaton.find_iter(source).filter(|found| {
+        !(source.get(found.end()) == Some(&b'r') && &source[found.range()] == b"ubscribe")
+    })
 }
 
 /// Whether one item of a file that passed [`may_match`] may hold something to report.
 pub fn item_may_match(item: &[u8]) -> bool {
-    any_trigger()
-        .find_iter(item)
-        .any(|found| is_trigger(item, &found))
+    triggers_in(any_trigger(), item).next().is_some()
 }
 
 /// Where the words of [`item_may_match`] start in `source`, in order: one pass over a file
 /// answers for each of its items.
 pub fn trigger_starts(source: &[u8]) -> Vec<usize> {
-    any_trigger()
-        .find_iter(source)
-        .filter(|found| is_trigger(source, found))
+    triggers_in(any_trigger(), source)
         .map(|found| found.start())
         .collect()
 }
@@ -146,9 +147,9 @@ pub fn manifest_may_match(manifest: &[u8]) -> bool {
 /// Whether a Rust source may contain something a rule looks for, given whether its crate
 /// depends on rmcp.
 pub fn may_match(source: &[u8], depends_on_sdk: bool) -> bool {
-    automaton(depends_on_sdk)
-        .find_iter(source)
-        .any(|found| is_trigger(source, &found))
+    triggers_in(automaton(depends_on_sdk), source)
+        .next()
+        .is_some()
 }
 
 #[cfg(test)]
@@ -179,7 +180,7 @@ mod tests {
 
     #[test]
     fn every_symbol_name_rule_passes_the_filter() {
-        for name in crate::rust::SYMBOL_NAMES {
+        for (name, _) in crate::rust::SYMBOLS {
             assert!(may_match(name.as_bytes(), true), "{name}");
             assert!(item_may_match(name.as_bytes()), "{name}");
         }

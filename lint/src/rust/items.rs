@@ -311,11 +311,14 @@ pub enum Mask {
 /// that may make one are kept.
 pub fn scan(text: &str, max_depth: usize, mask: Mask, states: bool) -> Scan {
     let mut tokens = Tokens::new(text);
-    let masks = matches!(mask, Mask::WithoutTrigger(_));
-    if let Mask::WithoutTrigger(triggers) = mask {
-        tokens.triggers =
-            triggers.unwrap_or_else(|| crate::prefilter::trigger_starts(text.as_bytes()));
-    }
+    let masks = match mask {
+        Mask::Nothing => false,
+        Mask::WithoutTrigger(triggers) => {
+            tokens.triggers =
+                triggers.unwrap_or_else(|| crate::prefilter::trigger_starts(text.as_bytes()));
+            true
+        }
+    };
     let top = split(&tokens, 0, tokens.list.len(), max_depth, false);
     if top.too_deep.is_some() || !masks || !top.balanced {
         return Scan {

@@ -11,7 +11,7 @@ mod symbols;
 pub mod words;
 
 pub use items::Mask;
-pub use symbols::{METHOD_NAMES, SYMBOL_NAMES};
+pub use symbols::{METHOD_NAMES, SYMBOLS};
 
 use std::path::PathBuf;
 use std::sync::Arc;

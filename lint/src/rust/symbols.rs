@@ -441,42 +441,59 @@ fn symbol(path: &[String]) -> Option<Finding> {
     path.iter().rev().find_map(|segment| symbol_name(segment))
 }
 
-/// The legacy SDK items reported by name wherever a path names them (see [`symbol_name`]).
-pub const SYMBOL_NAMES: &[&str] = &[
-    "ElicitationCompletionNotification",
-    "ElicitationCompleteNotification",
-    "ElicitationResponseNotificationParam",
-    "SubscribeRequest",
-    "UnsubscribeRequest",
-    "SubscribeRequestParams",
-    "UnsubscribeRequestParams",
-    "SubscribeRequestParam",
-    "UnsubscribeRequestParam",
-    "SubscribeRequestMethod",
-    "UnsubscribeRequestMethod",
-    "SseServer",
-    "SseServerConfig",
-    "SseServerTransport",
-    "SseClientTransport",
-    "SseTransport",
-    "SseClientConfig",
-    "SseClient",
-    "sse_server",
-    "sse_client",
+/// The legacy SDK items reported by name wherever a path names them, with their rule (see
+/// [`symbol_name`]).
+pub const SYMBOLS: &[(&str, RuleId)] = &[
+    (
+        "ElicitationCompletionNotification",
+        RuleId::ElicitationCompleteNotification,
+    ),
+    (
+        "ElicitationCompleteNotification",
+        RuleId::ElicitationCompleteNotification,
+    ),
+    (
+        "ElicitationResponseNotificationParam",
+        RuleId::ElicitationCompleteNotification,
+    ),
+    ("SubscribeRequest", RuleId::LegacyResourceSubscription),
+    ("UnsubscribeRequest", RuleId::LegacyResourceSubscription),
+    ("SubscribeRequestParams", RuleId::LegacyResourceSubscription),
+    (
+        "UnsubscribeRequestParams",
+        RuleId::LegacyResourceSubscription,
+    ),
+    ("SubscribeRequestParam", RuleId::LegacyResourceSubscription),
+    (
+        "UnsubscribeRequestParam",
+        RuleId::LegacyResourceSubscription,
+    ),
+    ("SubscribeRequestMethod", RuleId::LegacyResourceSubscription),
+    (
+        "UnsubscribeRequestMethod",
+        RuleId::LegacyResourceSubscription,
+    ),
+    ("SseServer", RuleId::LegacySseTransport),
+    ("SseServerConfig", RuleId::LegacySseTransport),
+    ("SseServerTransport", RuleId::LegacySseTransport),
+    ("SseClientTransport", RuleId::LegacySseTransport),
+    ("SseTransport", RuleId::LegacySseTransport),
+    ("SseClientConfig", RuleId::LegacySseTransport),
+    ("SseClient", RuleId::LegacySseTransport),
+    ("sse_server", RuleId::LegacySseTransport),
+    ("sse_client", RuleId::LegacySseTransport),
 ];
 
-/// The finding for a path segment that names one of [`SYMBOL_NAMES`].
+/// The finding for a path segment that names one of [`SYMBOLS`].
 fn symbol_name(last: &str) -> Option<Finding> {
-    if !SYMBOL_NAMES.contains(&last) {
-        return None;
+    let (_, rule) = SYMBOLS.iter().find(|(name, _)| *name == last)?;
+    match rule {
+        RuleId::ElicitationCompleteNotification => Some(elicitation_complete(last)),
+        RuleId::LegacyResourceSubscription => Some(resource_subscription_item(last)),
+        RuleId::LegacySseTransport => Some(sse(last)),
+        // A rule without a message for a named item (the test below checks every entry).
+        _ => None,
     }
-    Some(if last.starts_with("Elicitation") {
-        elicitation_complete(last)
-    } else if last.contains("ubscribe") {
-        resource_subscription_item(last)
-    } else {
-        sse(last)
-    })
 }
 
 /// The legacy transports' own types, followed through a wrapper crate's re-export.
@@ -651,6 +668,9 @@ mod tests {
     #[test]
     fn every_symbol_name_has_its_rule() {
         let rule = |name: &str| symbol_name(name).map(|finding| finding.rule);
+        for (name, expected) in SYMBOLS {
+            assert_eq!(rule(name), Some(*expected), "{name}");
+        }
         assert_eq!(
             rule("ElicitationResponseNotificationParam"),
             Some(RuleId::ElicitationCompleteNotification)
