@@ -42,6 +42,9 @@ pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_MAX_CONCURRENT_REQUESTS: usize = 1024;
 /// `--max-paused-calls`
 pub const DEFAULT_MAX_PAUSED_CALLS: usize = 1024;
+/// `--max-paused-per-lane`: with the default `--pool-size` of a stdio backend (4), as many as
+/// `--max-paused-calls`.
+pub const DEFAULT_MAX_PAUSED_PER_LANE: usize = 256;
 /// `--max-paused-per-principal`
 pub const DEFAULT_MAX_PAUSED_PER_PRINCIPAL: usize = 64;
 /// `--max-rounds`

@@ -99,8 +99,14 @@ pub struct PoolSettings {
     /// (`--call-sessions`; stdio and HTTP+SSE lanes are always exclusive).
     pub call_sessions: CallSessions,
     /// A lane with nothing to do for this long is closed (`--lane-idle-timeout`; the pool keeps
-    /// at least one lane).
+    /// its spare lanes).
     pub lane_idle_timeout: Duration,
+    /// stdio: the most paused calls one child holds while other calls run on it
+    /// (`--max-paused-per-lane`; 0: a paused call keeps its child to itself).
+    pub paused_per_lane: usize,
+    /// Started, idle lanes the pool keeps ready while it is below `max_lanes`
+    /// (`--spare-lanes`), so a new call does not wait for a process or session to start.
+    pub spare_lanes: usize,
 }
 
 /// What a legacy server sent on a lane, other than a response to our own requests.

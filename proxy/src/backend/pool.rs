@@ -35,7 +35,27 @@ pub struct LanePool {
 
 struct Slot {
     lane: Arc<Lane>,
+    /// A call runs on the lane: an exclusive lease that is not parked (see `holds_paused`).
     leased: bool,
+    /// Paused calls parked on the lane, waiting for their clients (lanes that hold many).
+    parked: usize,
+    /// Parked calls waiting to run again on this lane: no new call starts here before them.
+    resuming: usize,
+    /// No new call starts here (a cancelled call's late output may still come); the lane is
+    /// shut down once its parked calls are done.
+    draining: bool,
+}
+
+impl Slot {
+    fn new(lane: Arc<Lane>, leased: bool) -> Self {
+        Slot {
+            lane,
+            leased,
+            parked: 0,
+            resuming: 0,
+            draining: false,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -48,6 +68,8 @@ struct PoolState {
     /// No lane is started before this instant.
     retry_at: Option<Instant>,
     shut_down: bool,
+    /// The profile of the newest correlatable call: spare lanes are started with it.
+    last_profile: Option<CapabilityProfile>,
 }
 
 pub(super) struct PoolShared {
@@ -83,6 +105,29 @@ enum Plan {
     Take(Arc<Lane>),
     Create { recycle: Option<Arc<Lane>> },
     Wait,
+}
+
+impl PoolState {
+    fn slot_mut(&mut self, lane: &Arc<Lane>) -> Option<&mut Slot> {
+        self.slots
+            .iter_mut()
+            .find(|slot| Arc::ptr_eq(&slot.lane, lane))
+    }
+}
+
+/// Counts a paused call waiting to run again on its lane (`Slot::resuming`) while it waits; the
+/// count is given back when the wait ends without the lane (also on cancellation).
+struct Resuming<'a>(&'a PoolShared, &'a Arc<Lane>, bool);
+
+impl Drop for Resuming<'_> {
+    fn drop(&mut self) {
+        if self.2 {
+            if let Some(slot) = self.0.state().slot_mut(self.1) {
+                slot.resuming = slot.resuming.saturating_sub(1);
+            }
+            self.0.changed.notify_waiters();
+        }
+    }
 }
 
 /// Holds a "starting" place in the pool; gives it back when dropped (also on cancellation).
@@ -138,6 +183,155 @@ impl PoolShared {
         state.slots.len() != before
     }
 
+    /// Whether `slot` can take a new correlatable call now (whatever its profile).
+    fn ready(&self, slot: &Slot) -> bool {
+        !slot.leased
+            && !slot.draining
+            && slot.resuming == 0
+            && slot.parked < self.settings.paused_per_lane.max(1)
+            && slot.lane.is_alive()
+    }
+
+    /// Starts lanes in the background until `--spare-lanes` of them are ready for a new call
+    /// (or starting), while the pool is below its maximum and not backing off after failed
+    /// starts: a call that finds every started lane busy gets one without waiting for a
+    /// process or a legacy session to start. Spares get the newest call's profile.
+    pub(super) fn keep_spares(self: &Arc<Self>) {
+        let want = self.settings.spare_lanes;
+        if want == 0 {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let profile = {
+            let mut state = self.state();
+            let ready = state.slots.iter().filter(|slot| self.ready(slot)).count();
+            let total = state.slots.len() + state.starting.len();
+            let backing_off = state.retry_at.is_some_and(|at| at > Instant::now());
+            if state.shut_down
+                || backing_off
+                || ready + state.starting.len() >= want
+                || total >= self.max_lanes()
+            {
+                return;
+            }
+            let profile = state.last_profile.clone().unwrap_or_default();
+            state.starting.push(profile.clone());
+            profile
+        };
+        let pool = Arc::clone(self);
+        runtime.spawn(async move {
+            match pool.create_slot(&profile, None, false).await {
+                Ok(lane) => lane.core().span.in_scope(|| {
+                    tracing::debug!("a spare lane is ready for the next call")
+                }),
+                Err(error) => tracing::debug!(%error, "starting a spare lane failed"),
+            }
+            pool.changed.notify_waiters();
+        });
+    }
+
+    /// Whether this pool's lanes hold many paused calls each (stdio, `--max-paused-per-lane`
+    /// above 0): a paused call gives its lane up to the next call and takes it back to resume,
+    /// since a legacy handler blocked on its request sends nothing until it is answered. HTTP
+    /// lanes stay exclusive: a session is cheap and the pool is sized to the paused calls.
+    pub(super) fn holds_paused(&self) -> bool {
+        self.settings.paused_per_lane > 0 && matches!(self.spec, BackendSpec::Stdio { .. })
+    }
+
+    /// A running call on `lane` paused: the lane takes another call.
+    pub(super) fn parked(&self, lane: &Arc<Lane>) {
+        {
+            let mut state = self.state();
+            if let Some(slot) = state.slot_mut(lane) {
+                slot.leased = false;
+                slot.parked += 1;
+            }
+        }
+        self.changed.notify_waiters();
+    }
+
+    /// A paused call on `lane` runs again: waits until no call runs there (paused calls waiting
+    /// to resume go before new calls), then holds the lane. Fails when the lane is gone.
+    pub(super) async fn take_back(&self, lane: &Arc<Lane>) -> Result<(), BackendError> {
+        let mut waiting = Resuming(self, lane, false);
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            {
+                let mut state = self.state();
+                let Some(slot) = state.slot_mut(lane) else {
+                    return Err(BackendError::Crashed);
+                };
+                if !slot.lane.is_alive() {
+                    return Err(BackendError::Crashed);
+                }
+                if !slot.leased {
+                    slot.leased = true;
+                    slot.parked = slot.parked.saturating_sub(1);
+                    if std::mem::take(&mut waiting.2) {
+                        slot.resuming = slot.resuming.saturating_sub(1);
+                    }
+                    return Ok(());
+                }
+                if !waiting.2 {
+                    slot.resuming += 1;
+                    waiting.2 = true;
+                }
+            }
+            let _ = tokio::time::timeout(RESCAN, changed).await;
+        }
+    }
+
+    /// A paused call on `lane` ended without running again (its lane died, or the proxy shut
+    /// down): a draining lane with nothing left on it is retired.
+    pub(super) fn parked_gone(self: &Arc<Self>, lane: &Arc<Lane>) {
+        let done = {
+            let mut state = self.state();
+            match state.slot_mut(lane) {
+                Some(slot) => {
+                    slot.parked = slot.parked.saturating_sub(1);
+                    slot.draining && slot.parked == 0 && !slot.leased && slot.resuming == 0
+                }
+                None => false,
+            }
+        };
+        if done {
+            self.retire(lane);
+        } else {
+            self.changed.notify_waiters();
+        }
+    }
+
+    /// Takes a lane out of service: retired at once, or, on a lane that still holds paused
+    /// calls, draining (no new call starts there; retired when the last one is done).
+    pub(super) fn retire_or_drain(self: &Arc<Self>, lane: &Arc<Lane>) {
+        let draining = {
+            let mut state = self.state();
+            match state.slot_mut(lane) {
+                Some(slot) if slot.parked > 0 || slot.resuming > 0 => {
+                    slot.leased = false;
+                    slot.draining = true;
+                    true
+                }
+                _ => false,
+            }
+        };
+        if draining {
+            lane.core().span.in_scope(|| {
+                tracing::info!(
+                    "a cancelled call may still send output: no new call starts on this lane; \
+                     it is retired once its paused calls are done"
+                )
+            });
+            self.changed.notify_waiters();
+        } else {
+            self.retire(lane);
+        }
+    }
+
     /// Takes a lane out of the pool and ends its legacy session (in the background).
     pub(super) fn retire(&self, lane: &Arc<Lane>) {
         {
@@ -172,19 +366,24 @@ impl PoolShared {
                 .any(|slot| slot.leased && !slot.lane.core().awaits_client())
     }
 
-    pub(super) fn release(&self, lane: &Arc<Lane>) {
-        {
+    pub(super) fn release(self: &Arc<Self>, lane: &Arc<Lane>) {
+        let retire = {
             let mut state = self.state();
-            if let Some(slot) = state
-                .slots
-                .iter_mut()
-                .find(|slot| Arc::ptr_eq(&slot.lane, lane))
-            {
-                slot.leased = false;
-            }
+            let retire = match state.slot_mut(lane) {
+                Some(slot) => {
+                    slot.leased = false;
+                    slot.draining && slot.parked == 0 && slot.resuming == 0
+                }
+                None => false,
+            };
             self.prune(&mut state);
+            retire
+        };
+        if retire {
+            self.retire(lane);
+        } else {
+            self.changed.notify_waiters();
         }
-        self.changed.notify_waiters();
     }
 
     /// Starts a lane with `profile` (after the backoff, if a start failed recently).
@@ -410,10 +609,7 @@ impl PoolShared {
         let registered = {
             let mut state = self.state();
             if !state.shut_down {
-                state.slots.push(Slot {
-                    lane: Arc::clone(&lane),
-                    leased,
-                });
+                state.slots.push(Slot::new(Arc::clone(&lane), leased));
             }
             !state.shut_down
         };
@@ -434,12 +630,32 @@ impl PoolShared {
             ));
         }
         self.prune(&mut state);
+        if state.last_profile.as_ref() != Some(profile) {
+            state.last_profile = Some(profile.clone());
+        }
         // A lane carrying shared calls is not leased: what arrives on its GET stream would
         // then be taken for the lease holder's.
         let unshared = |slot: &Slot| slot.lane.core().routed_calls() == 0;
-        if let Some(slot) = state.slots.iter_mut().find(|slot| {
-            !slot.leased && slot.lane.is_alive() && slot.lane.profile() == profile && unshared(slot)
-        }) {
+        // On a lane that holds paused calls, a new call runs when no call runs there, no
+        // paused call waits to run again (they go first), and it holds fewer than the cap.
+        let cap = self.settings.paused_per_lane;
+        let free = |slot: &Slot| {
+            !slot.leased
+                && !slot.draining
+                && slot.resuming == 0
+                && slot.parked < cap.max(1)
+                && slot.lane.is_alive()
+                && slot.lane.profile() == profile
+                && unshared(slot)
+        };
+        // The lane with the fewest paused calls: a resumption there is least likely to wait
+        // behind a running call.
+        if let Some(slot) = state
+            .slots
+            .iter_mut()
+            .filter(|slot| free(slot))
+            .min_by_key(|slot| slot.parked)
+        {
             slot.leased = true;
             return Ok(Plan::Take(Arc::clone(&slot.lane)));
         }
@@ -447,11 +663,13 @@ impl PoolShared {
             state.starting.push(profile.clone());
             return Ok(Plan::Create { recycle: None });
         }
-        if let Some(at) = state
-            .slots
-            .iter()
-            .position(|slot| !slot.leased && slot.lane.pending_calls() == 0 && unshared(slot))
-        {
+        if let Some(at) = state.slots.iter().position(|slot| {
+            !slot.leased
+                && slot.parked == 0
+                && slot.resuming == 0
+                && slot.lane.pending_calls() == 0
+                && unshared(slot)
+        }) {
             let victim = state.slots.remove(at);
             state.starting.push(profile.clone());
             return Ok(Plan::Create {
@@ -567,6 +785,7 @@ impl PoolShared {
                 generation,
                 cancelled_before,
                 probe: kind.filter(|_| probe),
+                parked: false,
             }),
         }
     }
@@ -656,7 +875,10 @@ impl LanePool {
             .acquire(profile, true, |pool| pool.plan_lease(profile))
             .await;
         match acquired {
-            Ok(lane) => Ok(self.shared.lease_of(lane, kind, probe)),
+            Ok(lane) => {
+                self.shared.keep_spares();
+                Ok(self.shared.lease_of(lane, kind, probe))
+            }
             Err(error) => {
                 if let Some(kind) = kind.filter(|_| probe) {
                     self.shared.attribution.probe_ended(&kind, false);
@@ -783,7 +1005,8 @@ impl LanePool {
 
     /// Closes the lanes that had nothing to do for `--lane-idle-timeout` (unleased, no request
     /// in flight, held by nothing but the pool: not the subscription lane), the longest idle
-    /// first, keeping at least one live lane. Returns how many it closed.
+    /// first, keeping the spare lanes (`--spare-lanes`) and at least one live lane. Returns how
+    /// many it closed.
     pub fn close_idle_lanes(&self) -> usize {
         let timeout = self.shared.settings.lane_idle_timeout;
         let closing: Vec<Arc<Lane>> = {
@@ -809,7 +1032,12 @@ impl LanePool {
                 })
                 .collect();
             idle.sort_unstable_by(|a, b| b.cmp(a));
-            idle.truncate(live.saturating_sub(1));
+            // The spare lanes stay (the shortest idle of them), and at least one live lane.
+            let closable = idle
+                .len()
+                .saturating_sub(self.shared.settings.spare_lanes)
+                .min(live.saturating_sub(1));
+            idle.truncate(closable);
             let ids: HashSet<u64> = idle.iter().map(|(_, id)| *id).collect();
             let mut closing = Vec::with_capacity(ids.len());
             state.slots.retain(|slot| {

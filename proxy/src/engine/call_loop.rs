@@ -31,6 +31,11 @@ use crate::request::{FrontRequest, Principal, ResponseSink};
 /// still on the way (they travel on another stream), when the front request asked for logs.
 const LOG_LINGER: Duration = Duration::from_millis(100);
 
+/// How long an abandoned call on a lane that holds other paused calls may take to end by itself
+/// once its requests are refused, before it is cancelled (a legacy handler usually returns at
+/// once on an elicitation `cancel`).
+const WIND_DOWN: Duration = Duration::from_secs(2);
+
 /// One legacy request to the client, waiting for the client's answer.
 #[derive(Debug, Clone)]
 pub(super) struct PendingInput {
@@ -103,6 +108,32 @@ impl LiveCall {
     /// Ends a legacy call the front no longer wants: answers its pending requests with cancel or
     /// an error, and sends `notifications/cancelled` for the call.
     pub(super) async fn abandon(&mut self, reason: &str) {
+        if self.lease.holds_paused() {
+            // A lane that holds other paused calls: take it back first, so that whatever this
+            // call still sends is not taken for another call's; let the legacy handler end on
+            // the refusals by itself before cancelling it (a cancelled call that never answers
+            // would stop the lane from taking new calls).
+            if self.lease.unpark().await.is_err() {
+                return;
+            }
+            self.refuse_pending().await;
+            if self.answered || self.wind_down().await {
+                return;
+            }
+        } else {
+            self.refuse_pending().await;
+            if self.answered {
+                return;
+            }
+        }
+        // `cancel` also forgets the pending request: the legacy server will not answer it.
+        let sent = self.lease.lane.cancel(&self.call.legacy_id, reason).await;
+        info!(legacy_id = %self.call.legacy_id, reason, delivered = sent.is_ok(), "cancelled the legacy call");
+    }
+
+    /// Answers the legacy requests still waiting for the client with their refusal (elicitation
+    /// `cancel`, an error otherwise).
+    async fn refuse_pending(&mut self) {
         for (_, pending) in std::mem::take(&mut self.pending) {
             if pending.legacy_id.is_null() {
                 continue;
@@ -113,12 +144,29 @@ impl LiveCall {
                 .respond(pending.legacy_id, refusal_for(&pending.method))
                 .await;
         }
-        if self.answered {
-            return;
+    }
+
+    /// Waits up to [`WIND_DOWN`] for the legacy call to end by itself after its requests were
+    /// refused, refusing whatever else it asks meanwhile. Returns whether it ended.
+    async fn wind_down(&mut self) -> bool {
+        let deadline = tokio::time::Instant::now() + WIND_DOWN;
+        loop {
+            tokio::select! {
+                biased;
+                _ = &mut self.call.response => {
+                    self.answered = true;
+                    return true;
+                }
+                event = self.lease.events.recv() => match event {
+                    Some(BackendEvent::ServerRequest { id, method, .. }) => {
+                        let _ = self.lease.lane.respond(id, refusal_for(&method)).await;
+                    }
+                    Some(BackendEvent::Notification { .. }) => {}
+                    None => return false,
+                },
+                () = tokio::time::sleep_until(deadline) => return false,
+            }
         }
-        // `cancel` also forgets the pending request: the legacy server will not answer it.
-        let sent = self.lease.lane.cancel(&self.call.legacy_id, reason).await;
-        info!(legacy_id = %self.call.legacy_id, reason, delivered = sent.is_ok(), "cancelled the legacy call");
     }
 }
 
@@ -208,6 +256,19 @@ impl Engine {
             Err(error) => return Some(Err(error)),
         };
         live.profile = profile;
+        // On a lane that holds many paused calls, wait for the call running there (if any) to
+        // finish or pause: from here on, what the lane receives is this call's.
+        let unparked = tokio::select! {
+            biased;
+            unparked = live.lease.unpark() => unparked,
+            () = sink.closed() => {
+                self.pauses.abandon(live, "the client request ended").await;
+                return None;
+            }
+        };
+        if let Err(error) = unparked {
+            return Some(Err(lost_call(&error)));
+        }
         let mut responses = input_responses(&request.params);
         let round_keys: HashSet<String> = live.pending.keys().cloned().collect();
         if let Err(error) = self.deliver(&mut live, &responses).await {
