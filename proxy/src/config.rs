@@ -75,7 +75,7 @@ pub struct Args {
     pub pause_ttl: Duration,
 
     /// How long to wait for more legacy requests after the first, to send them in one round
-    #[arg(long, default_value = "25ms", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "100ms", value_parser = humantime::parse_duration, value_name = "DURATION")]
     pub batch_window: Duration,
 
     /// How long a pass-through request may take on the legacy side

@@ -683,6 +683,7 @@ impl LaneCore {
     }
 
     /// Paused calls whose routes are parked on this lane.
+    #[cfg(test)]
     pub fn parked_count(&self) -> usize {
         self.state().parked.len()
     }

@@ -84,8 +84,9 @@ pub(super) struct PoolShared {
     changes: Arc<ChangeFeed>,
     /// The HTTP transport the legacy server turned out to speak (`--upstream-transport auto`).
     detected: Mutex<UpstreamTransport>,
-    /// stdio: a spawned, not yet initialized child for the next new lane (see `spawn_child`).
-    spare: Mutex<Option<stdio::Spawned>>,
+    /// stdio: spawned, not yet initialized children for the next new lanes (`--spare-lanes`,
+    /// see `top_up_spares`).
+    spares: Mutex<Vec<stdio::Spawned>>,
 }
 
 impl std::fmt::Debug for PoolShared {
@@ -183,7 +184,7 @@ impl PoolShared {
         state.slots.len() != before
     }
 
-    /// Whether `slot` can take a new correlatable call now (whatever its profile).
+    /// Whether `slot` can take a new correlatable call now (if its profile is the call's).
     fn ready(&self, slot: &Slot) -> bool {
         !slot.leased
             && !slot.draining
@@ -192,13 +193,21 @@ impl PoolShared {
             && slot.lane.is_alive()
     }
 
-    /// Starts lanes in the background until `--spare-lanes` of them are ready for a new call
-    /// (or starting), while the pool is below its maximum and not backing off after failed
-    /// starts: a call that finds every started lane busy gets one without waiting for a
-    /// process or a legacy session to start. Spares get the newest call's profile.
+    /// Keeps `--spare-lanes` lanes ready so that a call that finds every started lane busy does
+    /// not wait for a process or a legacy session to start. stdio: started children, initialized
+    /// by the call that takes one (see [`PoolShared::top_up_spares`]). HTTP: starts legacy
+    /// sessions in the background until that many are ready for a new call of the newest
+    /// call's profile (or starting), while the pool is below its maximum and not backing off
+    /// after failed starts.
     pub(super) fn keep_spares(self: &Arc<Self>) {
         let want = self.settings.spare_lanes;
         if want == 0 {
+            return;
+        }
+        if let BackendSpec::Stdio { program, args } = &self.spec {
+            let mut spares = self.spares();
+            spares.retain_mut(|child| child.is_running());
+            self.top_up_spares(&mut spares, program, args);
             return;
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
@@ -206,7 +215,12 @@ impl PoolShared {
         };
         let profile = {
             let mut state = self.state();
-            let ready = state.slots.iter().filter(|slot| self.ready(slot)).count();
+            let profile = state.last_profile.clone().unwrap_or_default();
+            let ready = state
+                .slots
+                .iter()
+                .filter(|slot| self.ready(slot) && slot.lane.profile() == &profile)
+                .count();
             let total = state.slots.len() + state.starting.len();
             let backing_off = state.retry_at.is_some_and(|at| at > Instant::now());
             if state.shut_down
@@ -216,7 +230,6 @@ impl PoolShared {
             {
                 return;
             }
-            let profile = state.last_profile.clone().unwrap_or_default();
             state.starting.push(profile.clone());
             profile
         };
@@ -495,34 +508,49 @@ impl PoolShared {
         (started, core)
     }
 
-    /// A legacy stdio child for a new lane: the warm spare if it is still running, else a fresh
-    /// one. Then, while the pool has room for one more lane, a new spare is spawned to replace
-    /// it, so the next new lane finds its server already started (it counts toward
-    /// `--pool-size`: no more children run than the pool allows).
+    /// A legacy stdio child for a new lane: a warm spare if one is still running, else a fresh
+    /// one. Then the warm spares are topped up (see [`PoolShared::top_up_spares`]), so the next
+    /// new lane finds its server already started.
     fn spawn_child(&self, program: &str, args: &[String]) -> Result<stdio::Spawned, BackendError> {
-        let mut spare = self
-            .spare
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner());
-        let taken = spare
-            .take()
-            .and_then(|mut child| child.is_running().then_some(child));
-        let spawned = match taken {
+        let mut spares = self.spares();
+        spares.retain_mut(|child| child.is_running());
+        let spawned = match spares.pop() {
             Some(spawned) => spawned,
             None => stdio::Spawned::spawn(program, args)?,
         };
-        let room = {
+        self.top_up_spares(&mut spares, program, args);
+        Ok(spawned)
+    }
+
+    fn spares(&self) -> std::sync::MutexGuard<'_, Vec<stdio::Spawned>> {
+        self.spares
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// stdio: spawns children, not yet initialized, until `--spare-lanes` of them are running,
+    /// while they fit in `--pool-size` beside the lanes (no more children run than the pool
+    /// allows). A spare is initialized with the profile of the call that needs a new lane:
+    /// legacy servers adapt to the capabilities they see at `initialize`, and the handshake
+    /// with a started process takes milliseconds, where starting the process (an interpreter
+    /// importing its SDK) takes up to seconds.
+    fn top_up_spares(&self, spares: &mut Vec<stdio::Spawned>, program: &str, args: &[String]) {
+        let (lanes, shut_down) = {
             let state = self.state();
-            // `starting` holds this lane's place already.
-            !state.shut_down && state.slots.len() + state.starting.len() < self.max_lanes()
+            (state.slots.len() + state.starting.len(), state.shut_down)
         };
-        if room {
+        while !shut_down
+            && spares.len() < self.settings.spare_lanes
+            && lanes + spares.len() < self.max_lanes()
+        {
             match stdio::Spawned::spawn(program, args) {
-                Ok(next) => *spare = Some(next),
-                Err(error) => tracing::debug!(%error, "no warm spare: spawning it failed"),
+                Ok(next) => spares.push(next),
+                Err(error) => {
+                    tracing::debug!(%error, "no warm spare: spawning it failed");
+                    break;
+                }
             }
         }
-        Ok(spawned)
     }
 
     fn new_core(&self, profile: &CapabilityProfile, transport: &'static str) -> Arc<LaneCore> {
@@ -830,6 +858,11 @@ impl PoolShared {
                         crate::metrics::global().rejection("lane_capacity");
                         return Err(BackendError::Exhausted {
                             lanes: self.max_lanes(),
+                            paused_per_lane: if self.holds_paused() {
+                                self.settings.paused_per_lane
+                            } else {
+                                0
+                            },
                         });
                     }
                     let _ = tokio::time::timeout(RESCAN, changed).await;
@@ -851,7 +884,7 @@ impl LanePool {
                 next_lane: AtomicU64::new(1),
                 changes: Arc::default(),
                 detected: Mutex::new(UpstreamTransport::Auto),
-                spare: Mutex::new(None),
+                spares: Mutex::new(Vec::new()),
                 attribution: Arc::new(Attribution::new(settings_mode)),
             }),
         })
@@ -1078,13 +1111,8 @@ impl LanePool {
             state.slots.drain(..).map(|slot| slot.lane).collect()
         };
         self.shared.changed.notify_waiters();
-        let spare = self
-            .shared
-            .spare
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
-            .take();
-        if let Some(spare) = spare {
+        let spares: Vec<stdio::Spawned> = std::mem::take(&mut *self.shared.spares());
+        for spare in spares {
             spare.stop().await;
         }
         futures_util::future::join_all(lanes.iter().map(|lane| lane.shutdown())).await;

@@ -179,9 +179,10 @@ impl Engine {
         profile: CapabilityProfile,
         sink: &mut ResponseSink,
     ) -> Answer {
-        // A paused call keeps its lane (or, on a shared session, its response stream) until the
-        // retry or the TTL: no pause ever yields to a new call. When no lane can be had, the
-        // pool refuses the *new* call (`BackendError::Exhausted`), retryably (issue 11).
+        // A paused call keeps its lane (an exclusive HTTP session; on a shared session, its
+        // response stream; on stdio, its place on the child, which runs other calls meanwhile)
+        // until the retry or the TTL: no pause ever yields to a new call. When no lane can be
+        // had, the pool refuses the *new* call (`BackendError::Exhausted`), retryably.
         let lease = tokio::select! {
             biased;
             lease = self.pool.call_lease(&profile, &request.method, &request.params) => lease,
@@ -189,12 +190,15 @@ impl Engine {
         };
         let mut lease = match lease {
             Ok(lease) => lease,
-            Err(BackendError::Exhausted { lanes }) => {
+            Err(BackendError::Exhausted {
+                lanes,
+                paused_per_lane,
+            }) => {
                 warn!(
                     lanes,
-                    "refused a call: every legacy lane is held by a paused call"
+                    paused_per_lane, "refused a call: every legacy lane is held by paused calls"
                 );
-                return Some(Err(limits::capacity_refusal(lanes)));
+                return Some(Err(limits::capacity_refusal(lanes, paused_per_lane)));
             }
             Err(error) => return Some(Err(internal(error.to_string()))),
         };
