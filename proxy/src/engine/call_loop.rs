@@ -110,14 +110,19 @@ impl LiveCall {
     pub(super) async fn abandon(&mut self, reason: &str) {
         if self.lease.holds_paused() {
             // A lane that holds other paused calls: take it back first, so that whatever this
-            // call still sends is not taken for another call's; let the legacy handler end on
-            // the refusals by itself before cancelling it (a cancelled call that never answers
-            // would stop the lane from taking new calls).
+            // call still sends is not taken for another call's. A handler blocked on requests
+            // that are now refused usually ends by itself (an elicitation `cancel`): let it,
+            // for a moment, before cancelling it (a cancelled call that never answers, as the
+            // TypeScript SDK's, would make the lane drain).
             if self.lease.unpark().await.is_err() {
                 return;
             }
-            self.refuse_pending().await;
-            if self.answered || self.wind_down().await {
+            let refused = self.refuse_pending().await;
+            if self.answered {
+                return;
+            }
+            if refused && self.wind_down().await {
+                info!(legacy_id = %self.call.legacy_id, reason, "the legacy call ended by itself once its requests were refused");
                 return;
             }
         } else {
@@ -132,8 +137,9 @@ impl LiveCall {
     }
 
     /// Answers the legacy requests still waiting for the client with their refusal (elicitation
-    /// `cancel`, an error otherwise).
-    async fn refuse_pending(&mut self) {
+    /// `cancel`, an error otherwise). Returns whether there was one to answer.
+    async fn refuse_pending(&mut self) -> bool {
+        let mut refused = false;
         for (_, pending) in std::mem::take(&mut self.pending) {
             if pending.legacy_id.is_null() {
                 continue;
@@ -143,7 +149,9 @@ impl LiveCall {
                 .lane
                 .respond(pending.legacy_id, refusal_for(&pending.method))
                 .await;
+            refused = true;
         }
+        refused
     }
 
     /// Waits up to [`WIND_DOWN`] for the legacy call to end by itself after its requests were
