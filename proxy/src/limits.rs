@@ -139,7 +139,7 @@ impl RequestGate {
 pub fn capacity_refusal(lanes: usize, paused_per_lane: usize) -> ErrorObject {
     let held = if paused_per_lane > 0 {
         format!(
-            "all {lanes} legacy processes (--pool-size) hold {paused_per_lane} paused calls each (--max-paused-per-lane), waiting for their clients"
+            "all {lanes} legacy processes (--pool-size) hold paused calls waiting for their clients (up to {paused_per_lane} each, --max-paused-per-lane) and none can run this call"
         )
     } else {
         format!(

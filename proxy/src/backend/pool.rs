@@ -725,6 +725,28 @@ impl PoolShared {
                 recycle: Some(victim.lane),
             });
         }
+        // The pool is full and every lane of another profile holds paused calls (stdio): a lane
+        // whose session declares all this call's capabilities and more can run it; what the
+        // legacy server asks beyond them is refused as the call's own capabilities say.
+        if self.holds_paused() {
+            if let Some(slot) = state.slots.iter_mut().find(|slot| {
+                !slot.leased
+                    && !slot.draining
+                    && slot.resuming == 0
+                    && slot.parked < cap.max(1)
+                    && slot.lane.is_alive()
+                    && slot.lane.profile().covers(profile)
+            }) {
+                tracing::debug!(
+                    lane = slot.lane.id(),
+                    wanted = %profile.label(),
+                    got = %slot.lane.profile().label(),
+                    "pool full of paused calls: the call runs on a lane that declares more"
+                );
+                slot.leased = true;
+                return Ok(Plan::Take(Arc::clone(&slot.lane)));
+            }
+        }
         Ok(Plan::Wait)
     }
 
@@ -1047,12 +1069,14 @@ impl LanePool {
             .any(|slot| slot.lane.is_alive())
     }
 
-    /// `(open, leased)`: live lanes in the pool, and those of them leased to a call (metrics).
+    /// `(open, leased)`: live lanes in the pool, and those of them that run a call or hold a
+    /// paused one (metrics).
     pub fn lane_stats(&self) -> (usize, usize) {
         let state = self.shared.state();
         let live = state.slots.iter().filter(|slot| slot.lane.is_alive());
         let (open, leased) = live.fold((0, 0), |(open, leased), slot| {
-            (open + 1, leased + usize::from(slot.leased))
+            let in_use = slot.leased || slot.parked > 0;
+            (open + 1, leased + usize::from(in_use))
         });
         (open, leased)
     }
@@ -1103,6 +1127,9 @@ impl LanePool {
             });
             closing
         };
+        // The spares are topped up here too: a spare taken while the pool was full is replaced
+        // once idle lanes make room, so the pool at rest is its lanes plus its spares.
+        self.shared.keep_spares();
         if closing.is_empty() {
             return 0;
         }
