@@ -522,11 +522,6 @@ impl PoolShared {
         Ok(spawned)
     }
 
-    /// Whether a spawned spare child is running, ready to be initialized for a new lane.
-    fn has_warm_spare(&self) -> bool {
-        self.spares().iter_mut().any(|child| child.is_running())
-    }
-
     fn spares(&self) -> std::sync::MutexGuard<'_, Vec<stdio::Spawned>> {
         self.spares
             .lock()
@@ -656,8 +651,6 @@ impl PoolShared {
     }
 
     fn plan_lease(&self, profile: &CapabilityProfile) -> Result<Plan, BackendError> {
-        // Before the pool's lock: `spawn_child` takes the spares' lock, then the pool's.
-        let warm_spare = self.holds_paused() && self.has_warm_spare();
         let mut state = self.state();
         if state.shut_down {
             return Err(BackendError::Unavailable(
@@ -683,28 +676,16 @@ impl PoolShared {
                 && slot.lane.profile() == profile
                 && unshared(slot)
         };
-        // A lane that holds no paused call; else, while the pool has room and a started spare
-        // child is there to take, a new lane; else the lane with the fewest paused calls. So
-        // running calls keep off children with paused calls while the pool allows: a
-        // resumption waits only for the call running on its own child.
+        // The lane with the fewest paused calls: a resumption there is least likely to wait
+        // behind a running call. A lane that is there now goes before a new one: a child's start
+        // (even a spare's, whose interpreter may still be loading) must not be on a call's path.
         let room = state.slots.len() + state.starting.len() < self.max_lanes();
-        let pick = |slots: &[Slot], paused_too: bool| {
-            slots
-                .iter()
-                .enumerate()
-                .filter(|(_, slot)| free(slot) && (paused_too || slot.parked == 0))
-                .min_by_key(|(_, slot)| slot.parked)
-                .map(|(at, _)| at)
-        };
-        let at = pick(&state.slots, false).or_else(|| {
-            if room && warm_spare {
-                None
-            } else {
-                pick(&state.slots, true)
-            }
-        });
-        if let Some(at) = at {
-            let slot = &mut state.slots[at];
+        if let Some(slot) = state
+            .slots
+            .iter_mut()
+            .filter(|slot| free(slot))
+            .min_by_key(|slot| slot.parked)
+        {
             slot.leased = true;
             return Ok(Plan::Take(Arc::clone(&slot.lane)));
         }
