@@ -99,7 +99,7 @@ pub struct Args {
 
     /// Started, idle lanes (child processes or sessions) the pool keeps ready while it is below
     /// --pool-size, so that a new call never waits for one to start
-    #[arg(long, default_value_t = 1, value_name = "N")]
+    #[arg(long, default_value_t = 2, value_name = "N")]
     pub spare_lanes: usize,
 
     /// Whether calls share legacy Streamable HTTP sessions: `auto` learns, per tool, whether the

@@ -546,8 +546,9 @@ async fn a_call_gets_a_started_spare_when_every_lane_is_held() {
         )
         .await;
         let raw = stack.raw();
-        // Child 1 is the start-up lane (no capabilities); child 2 the spare started with it,
-        // which the first call takes; child 3 the spare started when child 2 was taken.
+        // Child 1 is the start-up lane (no capabilities); children 2 and 3 the spares started
+        // with it (`--spare-lanes` 2): the first call takes child 2, and the spare started to
+        // replace it is child 4, which hangs.
         let first = ask(&raw, 1).await;
         let (first_requests, first_state) = first.input_required();
         let third = dir.path().join("started.3");
@@ -555,7 +556,8 @@ async fn a_call_gets_a_started_spare_when_every_lane_is_held() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         // Every lane of the call's profile is held: the next call runs on child 3, which was
-        // started before it arrived (a child started for it would hang).
+        // started before it arrived (a child started for it would hang; without spares the
+        // wait above would never end).
         let second = ask(&raw, 2).await;
         let (second_requests, second_state) = second.input_required();
         let done = answer(&raw, 1, first_requests, first_state).await;

@@ -514,9 +514,11 @@ impl PoolShared {
     fn spawn_child(&self, program: &str, args: &[String]) -> Result<stdio::Spawned, BackendError> {
         let mut spares = self.spares();
         spares.retain_mut(|child| child.is_running());
-        let spawned = match spares.pop() {
-            Some(spawned) => spawned,
-            None => stdio::Spawned::spawn(program, args)?,
+        // The oldest spare first: the likeliest to have finished loading.
+        let spawned = if spares.is_empty() {
+            stdio::Spawned::spawn(program, args)?
+        } else {
+            spares.remove(0)
         };
         self.top_up_spares(&mut spares, program, args);
         Ok(spawned)
