@@ -179,7 +179,6 @@ mod tests {
         assert!(!form.covers(&sampling) && !sampling.covers(&form));
     }
 
-
     #[test]
     fn profiles_read_modes_and_sub_capabilities() {
         let all = CapabilityProfile::from_client_capabilities(

@@ -654,16 +654,16 @@ impl LaneCore {
     /// Returns whether that lease was the running one.
     pub fn park_lease(&self, generation: u64) -> bool {
         let mut state = self.state();
-        if !state
-            .lease
-            .as_ref()
-            .is_some_and(|route| route.generation == generation)
-        {
-            return false;
+        match state.lease.take() {
+            Some(route) if route.generation == generation => {
+                state.parked.insert(generation, route);
+                true
+            }
+            other => {
+                state.lease = other;
+                false
+            }
         }
-        let route = state.lease.take().expect("checked above");
-        state.parked.insert(generation, route);
-        true
     }
 
     /// The parked lease `generation` runs again: its route takes the lane back. Refused while
@@ -1220,7 +1220,10 @@ mod tests {
         assert!(core.park_lease(paused));
         assert_eq!(core.parked_count(), 1);
         assert!(!core.park_lease(paused), "parked once");
-        assert!(core.idle_for().is_none(), "a lane with a paused call is busy");
+        assert!(
+            core.idle_for().is_none(),
+            "a lane with a paused call is busy"
+        );
 
         let (running, mut running_events) = core.attach_lease(None);
         core.handle(request(2, "sampling/createMessage"));
@@ -1228,7 +1231,10 @@ mod tests {
             running_events.try_recv(),
             Ok(BackendEvent::ServerRequest { method, .. }) if method == "sampling/createMessage"
         ));
-        assert!(paused_events.try_recv().is_err(), "nothing unattributed is the paused call's");
+        assert!(
+            paused_events.try_recv().is_err(),
+            "nothing unattributed is the paused call's"
+        );
         core.handle(Message::Notification {
             method: "notifications/cancelled".into(),
             params: Some(json!({ "requestId": 1 })),

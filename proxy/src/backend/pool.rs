@@ -236,9 +236,10 @@ impl PoolShared {
         let pool = Arc::clone(self);
         runtime.spawn(async move {
             match pool.create_slot(&profile, None, false).await {
-                Ok(lane) => lane.core().span.in_scope(|| {
-                    tracing::debug!("a spare lane is ready for the next call")
-                }),
+                Ok(lane) => lane
+                    .core()
+                    .span
+                    .in_scope(|| tracing::debug!("a spare lane is ready for the next call")),
                 Err(error) => tracing::debug!(%error, "starting a spare lane failed"),
             }
             pool.changed.notify_waiters();
