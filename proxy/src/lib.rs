@@ -104,6 +104,8 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
             request_timeout: args.request_timeout,
             call_sessions: args.call_sessions,
             lane_idle_timeout: args.lane_idle_timeout,
+            paused_per_lane: args.max_paused_per_lane,
+            spare_lanes: args.spare_lanes,
         },
     );
     let engine = engine::Engine::new(

@@ -207,7 +207,16 @@ async fn each_tool_lands_where_its_requests_arrive_on_a_typescript_sdk_server() 
 /// `Retry-After`, JSON-RPC -32000 naming `pool-size`), counted in `/metrics`; no pause is
 /// dropped, and once a pause is answered its lane serves the refused caller's retry.
 async fn a_new_call_is_refused_when_paused_calls_hold_every_lane(kind: BackendKind) {
-    let stack = Stack::start(kind, ProxyOptions::one_lane()).await;
+    // On stdio a child holds many paused calls (`--max-paused-per-lane`): one each here, so the
+    // one paused call holds the only child.
+    let stack = Stack::start(
+        kind,
+        ProxyOptions {
+            extra_args: vec!["--max-paused-per-lane".into(), "1".into()],
+            ..ProxyOptions::one_lane()
+        },
+    )
+    .await;
     let raw = stack.raw();
     let first = ask(&raw, 1).await;
     let (requests, state) = first.input_required();
@@ -380,6 +389,11 @@ async fn eviction_counts_start_up_time() {
             ProxyOptions {
                 pool_size: Some(2),
                 legacy_binary: Some(wrapper),
+                // A paused call holds its child, and no spare is started ahead: the second call
+                // waits for a start, which is what this test is about.
+                extra_args: ["--max-paused-per-lane", "1", "--spare-lanes", "0"]
+                    .map(String::from)
+                    .to_vec(),
                 ..ProxyOptions::default()
             },
         )
@@ -395,6 +409,156 @@ async fn eviction_counts_start_up_time() {
             "{:?}",
             started.elapsed()
         );
+        let (second_requests, second_state) = second.input_required();
+        let done = answer(&raw, 1, first_requests, first_state).await;
+        assert_eq!(done.text(), "Hello, Person 1!", "{done:#?}");
+        let done = answer(&raw, 2, second_requests, second_state).await;
+        assert_eq!(done.text(), "Hello, Person 2!", "{done:#?}");
+    })
+    .await;
+}
+
+/// A stdio legacy server (Python FastMCP) behind the proxy with default flags: 100 people leave
+/// a form open at once (each from their own principal) and the server still serves everyone
+/// else, none refused; then all 100 answer and each gets their own result. Paused calls stay
+/// parked on the children that run the next calls.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_pauses_on_a_stdio_python_server_leave_new_calls_served() {
+    const PAUSES: usize = 100;
+    binaries_async().await;
+    within(
+        Duration::from_secs(300),
+        "100 pauses (Python, stdio)",
+        async {
+            let python = mcp_migrate_tests::support::python::legacy_sse_python_async().await;
+            let proxy = Proxy::start(ProxyOptions {
+                backend: Backend::Stdio,
+                legacy_binary: Some(python),
+                legacy_args: vec![mcp_migrate_tests::workspace_root()
+                    .join("tests/legacy-sse-server/server.py")
+                    .into()],
+                ..ProxyOptions::default()
+            })
+            .await;
+            let raw = Arc::new(proxy.raw());
+            let mut calls = JoinSet::new();
+            for i in 0..PAUSES {
+                let raw = Arc::clone(&raw);
+                calls.spawn(async move { (i, ask(&raw, i).await) });
+            }
+            let mut paused = Vec::with_capacity(PAUSES);
+            while let Some(outcome) = calls.join_next().await {
+                let (i, response) = outcome.expect("a call task");
+                assert_eq!(
+                    response.result_type(),
+                    Some("input_required"),
+                    "call {i} did not pause: {response:#?}"
+                );
+                let (requests, state) = response.input_required();
+                paused.push((i, requests.clone(), state.to_owned()));
+            }
+            let metrics = proxy.metrics().await;
+            assert_eq!(metric(&metrics, "mcp_proxy_paused_calls"), PAUSES as f64);
+
+            // Everyone else is served while the 100 wait, concurrently.
+            let mut others = JoinSet::new();
+            for i in 0..20 {
+                let raw = Arc::clone(&raw);
+                others.spawn(async move {
+                    let mut request =
+                        raw.tool_request("echo", json!({"text": format!("served {i}")}));
+                    request.set_header("Authorization", &bearer(1000 + i));
+                    (i, raw.send(&request).await)
+                });
+            }
+            while let Some(outcome) = others.join_next().await {
+                let (i, response) = outcome.expect("an echo task");
+                assert_eq!(response.status, 200, "{response:#?}");
+                assert_eq!(response.text(), format!("served {i}"), "{response:#?}");
+            }
+            let metrics = proxy.metrics().await;
+            assert_eq!(
+                metric(
+                    &metrics,
+                    "mcp_proxy_rejections_total{reason=\"lane_capacity\"}"
+                ),
+                0.0,
+                "no call was refused"
+            );
+            assert!(
+                metric(&metrics, "mcp_proxy_lanes_open") <= 4.0,
+                "the default --pool-size bounds the children"
+            );
+
+            let mut retries = JoinSet::new();
+            for (i, requests, state) in paused {
+                let raw = Arc::clone(&raw);
+                retries.spawn(async move { (i, answer(&raw, i, &requests, &state).await) });
+            }
+            while let Some(outcome) = retries.join_next().await {
+                let (i, response) = outcome.expect("a retry task");
+                assert_eq!(
+                    response.text(),
+                    format!("Hello, Person {i}!"),
+                    "retry {i} got someone else's answer or none: {response:#?}"
+                );
+            }
+            let metrics = proxy.metrics().await;
+            assert_eq!(metric(&metrics, "mcp_proxy_paused_calls"), 0.0);
+        },
+    )
+    .await;
+}
+
+/// A warm spare: while a call holds the only child of its profile (its pause holds it, with one
+/// paused call per child), the pool has already started the next child, and the next call runs
+/// there without waiting for a process to start. The wrapper numbers the children it starts and
+/// makes the fourth and later hang instead of starting: only children started ahead of time can
+/// serve. (stdio spares are started processes, initialized with the capabilities of the call that
+/// takes one.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_gets_a_started_spare_when_every_lane_is_held() {
+    let binaries = binaries_async().await;
+    within(Duration::from_secs(120), "spare lane", async {
+        let dir = tempfile::tempdir().unwrap();
+        let wrapper = dir.path().join("counted-legacy-server");
+        std::fs::write(
+            &wrapper,
+            format!(
+                "#!/bin/sh\nmkdir '{dir}/spawn.'$$\nn=$(ls -d '{dir}'/spawn.* | wc -l)\nif [ \"$n\" -gt 3 ]; then exec sleep 600; fi\ntouch '{dir}/started.'$n\nexec '{server}' \"$@\"\n",
+                dir = dir.path().display(),
+                server = binaries.legacy_server.display()
+            ),
+        )
+        .unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let stack = Stack::start(
+            BackendKind::Stdio,
+            ProxyOptions {
+                legacy_binary: Some(wrapper),
+                extra_args: vec!["--max-paused-per-lane".into(), "1".into()],
+                ..ProxyOptions::default()
+            },
+        )
+        .await;
+        let raw = stack.raw();
+        // Child 1 is the start-up lane (no capabilities); children 2 and 3 the spares started
+        // with it (`--spare-lanes` 2): the first call takes child 2, and the spare started to
+        // replace it is child 4, which hangs.
+        let first = ask(&raw, 1).await;
+        let (first_requests, first_state) = first.input_required();
+        let third = dir.path().join("started.3");
+        while !third.exists() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // Every lane of the call's profile is held: the next call runs on child 3, which was
+        // started before it arrived (a child started for it would hang; without spares the
+        // wait above would never end).
+        let second = ask(&raw, 2).await;
         let (second_requests, second_state) = second.input_required();
         let done = answer(&raw, 1, first_requests, first_state).await;
         assert_eq!(done.text(), "Hello, Person 1!", "{done:#?}");

@@ -373,6 +373,8 @@ mod tests {
                 request_timeout: Duration::from_secs(1),
                 call_sessions: Default::default(),
                 lane_idle_timeout: Duration::from_secs(300),
+                paused_per_lane: crate::limits::DEFAULT_MAX_PAUSED_PER_LANE,
+                spare_lanes: 0,
             },
         );
         let engine = Engine::new(

@@ -116,6 +116,10 @@ pub fn settings(max_lanes: usize, roots: &[&str]) -> PoolSettings {
         request_timeout: Duration::from_secs(10),
         call_sessions: Default::default(),
         lane_idle_timeout: Duration::from_secs(300),
+        paused_per_lane: mcp_mrtr_proxy::limits::DEFAULT_MAX_PAUSED_PER_LANE,
+        // The pool tests count lanes: no lane starts behind their back (the spare lanes have
+        // their own test).
+        spare_lanes: 0,
     }
 }
 
