@@ -42,10 +42,8 @@ pub fn fixture_binary() -> PathBuf {
 }
 
 fn build_fixture() -> Result<PathBuf, String> {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .ok_or("no workspace root")?;
-    let bin_dir = mcp_migrate_workspace_bins::build(workspace, &[FIXTURE], &[])?;
+    let workspace = mcp_migrate_workspace_bins::workspace_root(env!("CARGO_MANIFEST_DIR"));
+    let bin_dir = mcp_migrate_workspace_bins::build(&workspace, &[FIXTURE], &[])?;
     mcp_migrate_workspace_bins::binary_in(&bin_dir, FIXTURE)
 }
 

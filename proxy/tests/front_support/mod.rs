@@ -211,10 +211,8 @@ pub fn call(id: Value, name: &str, arguments: Value) -> Value {
 
 /// The vendored 2026-07-28 `schema.json` (source and licence in `tests/schemas/README.md`).
 fn schema_path() -> PathBuf {
-    PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tests/schemas/mcp-2026-07-28.schema.json"
-    ))
+    mcp_migrate_workspace_bins::workspace_root(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/schemas/mcp-2026-07-28.schema.json")
 }
 
 /// Validators for `#/$defs/<name>` of the 2026-07-28 schema.
