@@ -142,7 +142,8 @@ pub async fn within<T>(limit: Duration, future: impl Future<Output = T>) -> T {
     }
 }
 
-const STEP: Duration = Duration::from_secs(5);
+/// One step (a lease that may start a lane, a response) on a loaded 2-core machine.
+const STEP: Duration = Duration::from_secs(30);
 
 /// The legacy response of a call (a raw result read as a `Value`).
 pub async fn response(call: PendingCall) -> Result<Result<Value, ErrorObject>, BackendError> {

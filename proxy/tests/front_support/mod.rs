@@ -150,18 +150,18 @@ impl Handler for TestHandler {
     }
 }
 
-/// Waits for the next event matching `pick`, up to 5 s.
+/// Waits for the next event matching `pick`, up to 30 s (a loaded 2-core machine).
 pub async fn expect_event(
     events: &mut mpsc::UnboundedReceiver<Event>,
     pick: impl Fn(&Event) -> bool,
 ) -> Event {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
         match tokio::time::timeout_at(deadline, events.recv()).await {
             Ok(Some(event)) if pick(&event) => return event,
             Ok(Some(_)) => continue,
             Ok(None) => panic!("the handler's event channel closed"),
-            Err(_) => panic!("no matching handler event within 5 s"),
+            Err(_) => panic!("no matching handler event within 30 s"),
         }
     }
 }
