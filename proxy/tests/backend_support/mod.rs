@@ -520,10 +520,12 @@ pub async fn log_notification_on_a_lease(spec: BackendSpec) {
 /// Lanes with nothing to do for `lane_idle_timeout` are closed, the longest idle first, down to
 /// one; a busy lane (leased, a request in flight, or held outside the pool) is never closed.
 pub async fn idle_lanes_are_closed(spec: BackendSpec) {
+    // The sleeps outlast the timeout whatever the load; a lane just returned is checked right
+    // after, and a loaded machine may stall that long between two statements: 1 s, not 400 ms.
     let pool = LanePool::new(
         spec,
         PoolSettings {
-            lane_idle_timeout: Duration::from_millis(400),
+            lane_idle_timeout: Duration::from_secs(1),
             ..settings(4, &[])
         },
     );
@@ -537,7 +539,7 @@ pub async fn idle_lanes_are_closed(spec: BackendSpec) {
     let mut leases = leases.into_iter();
     let kept = leases.next_back().unwrap();
     drop(leases);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(
         pool.close_idle_lanes(),
         0,
@@ -548,14 +550,14 @@ pub async fn idle_lanes_are_closed(spec: BackendSpec) {
     assert_eq!(pool.close_idle_lanes(), 2);
     assert_eq!(pool.lane_count(), 1);
     drop(kept);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(pool.close_idle_lanes(), 0, "the last lane is kept");
     // A lane is idle from its last request or lease, not from its creation.
     let busy = within(STEP, pool.lease(&form_profile())).await.unwrap();
     let extra = within(STEP, pool.lease(&form_profile())).await.unwrap();
     let extra_id = extra.lane.id();
     drop(busy);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
     drop(extra);
     assert_eq!(
         pool.close_idle_lanes(),
@@ -563,7 +565,7 @@ pub async fn idle_lanes_are_closed(spec: BackendSpec) {
         "only the lane idle for the timeout"
     );
     assert_eq!(pool.lane_count(), 1);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(pool.close_idle_lanes(), 0, "the last lane is kept");
     // The kept lane still works.
     let again = within(STEP, pool.lease(&form_profile())).await.unwrap();
