@@ -1,14 +1,11 @@
 //! What the README promises a new user, checked: the first quick-start command's summary line,
 //! the `--version` of the linter, and that CI runs the README's test command.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
+    mcp_migrate_workspace_bins::workspace_root(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// The README's quick start says what `cargo run -p cargo-mcp-lint -- tests/legacy-server` prints
