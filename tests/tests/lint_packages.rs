@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use mcp_migrate_tests::support::packages::{
-    build_wheel, install_wheel, npm_install_tarballs, npx_mcp_lint, pack_npm, pack_npm_launcher,
+    build_wheel, git_repository_with_the_fixture, install_wheel, npm_install_tarballs,
+    npx_mcp_lint, pack_npm, pack_npm_launcher, pre_commit,
 };
 use mcp_migrate_tests::workspace_root;
 
@@ -111,6 +112,8 @@ fn the_wheel_and_the_npm_packages_install_from_the_checkout_and_lint_the_fixture
         &workspace_root(),
     );
 
+    assert_pre_commit_hooks_run(&wheel, &binary, scratch);
+
     let tarballs = scratch.join("npm");
     std::fs::create_dir_all(&tarballs).unwrap();
     let (launcher, platform) = pack_npm(&binary, &tarballs).unwrap_or_else(|why| panic!("{why}"));
@@ -123,6 +126,76 @@ fn the_wheel_and_the_npm_packages_install_from_the_checkout_and_lint_the_fixture
             .join("node_modules/@mcp-migrate")
             .join(format!("lint-{}", npm_platform()))
             .join("bin/mcp-lint"),
+    );
+}
+
+/// pre-commit in a git repository holding the fixture: this repository's hook
+/// (`.pre-commit-hooks.yaml`, `try-repo`) with the wheel's `mcp-lint` on the PATH, and the local
+/// hook of docs/lint/install.md, which installs the linter itself (here from the wheel's file
+/// instead of PyPI). Both must fail the commit with the linter's findings.
+fn assert_pre_commit_hooks_run(wheel: &Path, binary: &Path, scratch: &Path) {
+    let project = scratch.join("hooked");
+    git_repository_with_the_fixture(&project).unwrap_or_else(|why| panic!("{why}"));
+    let summary = {
+        let output = output_of(
+            Command::new(cargo_mcp_lint())
+                .args(["--format", "concise", "."])
+                .current_dir(&project),
+        );
+        let stdout = String::from_utf8(output.stdout).unwrap();
+        let last = stdout.lines().last().unwrap_or_default().to_string();
+        assert!(last.starts_with("found "), "{stdout}");
+        last
+    };
+    let home = scratch.join("pre-commit-home");
+    let path = std::env::join_paths(
+        std::iter::once(binary.parent().unwrap().to_path_buf()).chain(std::env::split_paths(
+            &std::env::var_os("PATH").unwrap_or_default(),
+        )),
+    )
+    .unwrap();
+    let mut try_repo = pre_commit(&home).unwrap_or_else(|why| panic!("{why}"));
+    try_repo
+        .args(["try-repo"])
+        .arg(workspace_root())
+        .args(["mcp-lint", "--all-files"])
+        .env("PATH", &path)
+        .current_dir(&project);
+    assert_hook_reports("the repository's hook", &output_of(&mut try_repo), &summary);
+
+    let install = std::fs::read_to_string(workspace_root().join("docs/lint/install.md")).unwrap();
+    let local_hook = install
+        .split("```yaml\n")
+        .find(|block| block.contains("repo: local"))
+        .and_then(|block| block.split("```").next())
+        .expect("docs/lint/install.md shows a local pre-commit hook");
+    let from_pypi = format!("\"mcp-migrate-lint=={}\"", env!("CARGO_PKG_VERSION"));
+    assert!(local_hook.contains(&from_pypi), "{local_hook}");
+    let config = local_hook.replace(&from_pypi, &format!("{:?}", wheel.display().to_string()));
+    std::fs::write(project.join(".pre-commit-config.yaml"), config).unwrap();
+    let mut local = pre_commit(&home).unwrap_or_else(|why| panic!("{why}"));
+    local.args(["run", "--all-files"]).current_dir(&project);
+    assert_hook_reports(
+        "the documented local hook",
+        &output_of(&mut local),
+        &summary,
+    );
+}
+
+#[track_caller]
+fn assert_hook_reports(how: &str, output: &Output, summary: &str) {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{how} fails the commit: {output:?}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .any(|line| line.starts_with("mcp-lint.") && line.ends_with("Failed"))
+            && stdout.contains(summary),
+        "{how} reports the linter's findings ({summary}): {stdout}"
     );
 }
 

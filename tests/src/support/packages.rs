@@ -193,3 +193,53 @@ fn only_file(dir: &Path, suffix: &str) -> Result<PathBuf, String> {
         )),
     }
 }
+
+/// The venv holding pre-commit, under the cargo target directory, and its pinned version.
+const PRE_COMMIT_VENV: &str = "pre-commit-venv";
+const PRE_COMMIT_REQUIREMENTS: &str = "tests/pre-commit-requirements.txt";
+
+/// `pre-commit` (installed once into `<target>/pre-commit-venv`), with its cache in `home`.
+/// Blocking.
+pub fn pre_commit(home: &Path) -> Result<Command, String> {
+    let python = venv_with_requirements(
+        &target_dir().join(PRE_COMMIT_VENV),
+        &workspace_root().join(PRE_COMMIT_REQUIREMENTS),
+        "the venv of pre-commit",
+    )?;
+    let mut command = Command::new(python.with_file_name("pre-commit"));
+    command.env("PRE_COMMIT_HOME", home);
+    Ok(command)
+}
+
+/// A new git repository at `dir` holding a copy of the legacy fixture server's manifest and
+/// sources, committed (pre-commit lints what git tracks). Blocking.
+pub fn git_repository_with_the_fixture(dir: &Path) -> Result<(), String> {
+    let fixture = workspace_root().join("tests/legacy-server");
+    std::fs::create_dir_all(dir.join("src"))
+        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    for file in ["Cargo.toml", "src/main.rs"] {
+        std::fs::copy(fixture.join(file), dir.join(file))
+            .map_err(|e| format!("cannot copy {file} into {}: {e}", dir.display()))?;
+    }
+    let git = |args: &[&str]| {
+        let mut command = Command::new("git");
+        command
+            .args([
+                "-c",
+                "user.name=mcp-migrate tests",
+                "-c",
+                "user.email=tests@invalid",
+            ])
+            .args(args)
+            .current_dir(dir);
+        run_step(&mut command, &format!("git {}", args.join(" ")))
+    };
+    git(&["init", "--quiet"])?;
+    git(&["add", "--all"])?;
+    git(&[
+        "commit",
+        "--quiet",
+        "--message",
+        "the legacy fixture server",
+    ])
+}
