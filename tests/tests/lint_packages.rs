@@ -199,10 +199,11 @@ fn assert_hook_reports(how: &str, output: &Output, summary: &str) {
     );
 }
 
-/// Installed without its platform package (`--omit=optional`, an unsupported platform), the npm
-/// launcher says which package is missing and how to get it, and exits 2 like a usage error.
+/// Installed without its platform package (`--omit=optional`), or on a platform without one, the
+/// npm launcher says what is missing and how else to run the linter, and exits 2 like a usage
+/// error; `MCP_LINT_BINARY` runs another binary in its place.
 #[test]
-fn the_npm_launcher_without_its_platform_package_says_what_is_missing() {
+fn the_npm_launcher_says_what_is_missing_and_runs_an_override() {
     let scratch = tempfile::Builder::new()
         .prefix("lint-launcher-")
         .tempdir_in(mcp_migrate_tests::support::target_dir())
@@ -223,6 +224,59 @@ fn the_npm_launcher_without_its_platform_package_says_what_is_missing() {
     assert!(
         stderr.contains("MCP_LINT_BINARY"),
         "says how else to run it: {stderr}"
+    );
+
+    // On a platform without a package (node made to report another CPU), it says which exist.
+    let launcher_script = project.join("node_modules/mcp-lint/bin/mcp-lint.js");
+    let pretend = scratch.path().join("pretend-mips.cjs");
+    std::fs::write(
+        &pretend,
+        "Object.defineProperty(process, 'arch', { value: 'mips' });\n",
+    )
+    .unwrap();
+    let node = std::env::var_os("NODE").unwrap_or_else(|| "node".into());
+    let output = output_of(
+        Command::new(&node)
+            .arg("--require")
+            .arg(&pretend)
+            .arg(&launcher_script)
+            .arg("--version"),
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "stderr: {stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "no prebuilt binary for {}-mips",
+            std::env::consts::OS.replace("macos", "darwin")
+        )) && stderr.contains("linux-x64, ")
+            && stderr.contains("darwin-arm64"),
+        "names the platform and lists those there are: {stderr}"
+    );
+
+    // MCP_LINT_BINARY runs another binary, with its output and exit code.
+    let output = output_of(
+        npx_mcp_lint(&project)
+            .arg("--version")
+            .env("MCP_LINT_BINARY", cargo_mcp_lint()),
+    );
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        format!("cargo-mcp-lint {}\n", env!("CARGO_PKG_VERSION"))
+    );
+    let output = output_of(
+        npx_mcp_lint(&project)
+            .args(["--format", "nonsense"])
+            .env("MCP_LINT_BINARY", cargo_mcp_lint()),
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "the binary's exit code: {output:?}"
+    );
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("'nonsense'"),
+        "the binary's own message: {output:?}"
     );
 }
 
