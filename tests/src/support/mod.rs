@@ -10,7 +10,8 @@
 //! - [`legacy_clients`]: legacy clients on the official Python and TypeScript SDKs 1.x;
 //! - [`conformance`]: the official conformance suite (install, run, judge against a baseline);
 //! - [`sdk_servers`]: legacy servers on the Python and TypeScript SDKs (installed once per run);
-//! - [`RedisServer`]: a real `redis-server` on a free loopback port (the Redis pause store).
+//! - [`RedisServer`]: a real `redis-server` on a free loopback port (the Redis pause store);
+//! - [`packages`]: the linter's Python wheel and npm packages, built from the checkout and installed.
 
 mod build;
 pub mod command;
@@ -19,6 +20,7 @@ pub mod isolation;
 pub mod legacy_clients;
 mod modern;
 pub mod node;
+pub mod packages;
 mod process;
 pub mod python;
 mod raw;
