@@ -79,3 +79,51 @@ fn the_pre_filter_lets_through_what_the_rules_read() {
         b"export const add = (a: number, b: number) => a + b;"
     ));
 }
+
+/// Each rule page's TypeScript example (`### TypeScript` of `## Example`) reports its rule, with
+/// the imports the snippet leaves out.
+#[test]
+fn every_rule_pages_typescript_example_reports_its_rule() {
+    const PRELUDE: &str = "import { Server } from \"@modelcontextprotocol/sdk/server/index.js\";\n\
+        import { RootsListChangedNotificationSchema, SubscribeRequestSchema } from \"@modelcontextprotocol/sdk/types.js\";\n\
+        declare const app: any, z: any, service: string, elicitationId: string, watched: Set<string>, params: any;\n";
+    let mut checked = 0;
+    for rule in mcp_migrate_rules::RULES {
+        let Some(start) = rule.docs.find("### TypeScript") else {
+            panic!("{}: no TypeScript example", rule.name);
+        };
+        let section = &rule.docs[start..rule.docs.find("## Use instead").unwrap()];
+        let Some(open) = section.find("```") else {
+            continue; // Not checked in TypeScript yet: the page says so.
+        };
+        let body_start = open + section[open..].find('\n').unwrap() + 1;
+        let body = &section[body_start..body_start + section[body_start..].find("```").unwrap()];
+        let language = section[open + 3..].split_whitespace().next().unwrap();
+        let diagnostics = if language == "json" {
+            package_json::lint_file(&SourceFile::new("package.json".into(), body.to_owned()))
+        } else {
+            let text = if body.contains("import ") {
+                body.to_owned()
+            } else {
+                format!("{PRELUDE}{body}")
+            };
+            let file = SourceFile::new("example.ts".into(), text);
+            let found = lint_file(&file);
+            crate::suppress::apply(&file, crate::suppress::CommentStyle::Script, found, |_| {
+                true
+            })
+            .kept
+        };
+        assert!(
+            diagnostics.iter().any(|d| d.rule.rule().name == rule.name),
+            "{}: its TypeScript example reports {:?}",
+            rule.name,
+            diagnostics
+                .iter()
+                .map(|d| d.rule.rule().name)
+                .collect::<Vec<_>>()
+        );
+        checked += 1;
+    }
+    assert!(checked >= 12, "only {checked} examples checked");
+}
