@@ -8,11 +8,13 @@ use std::sync::Arc;
 
 use mcp_migrate_rules::{FixAvailability, RuleId};
 use oxc_ast::ast::{
-    Argument, CallExpression, Expression, NewExpression, ObjectExpression, ObjectProperty,
-    ObjectPropertyKind, Program, StaticMemberExpression, UnaryExpression, UnaryOperator,
+    Argument, CallExpression, Expression, Function, MethodDefinition, NewExpression,
+    ObjectExpression, ObjectProperty, ObjectPropertyKind, Program, StaticMemberExpression,
+    UnaryExpression, UnaryOperator,
 };
 use oxc_ast_visit::{walk, Visit};
 use oxc_span::{GetSpan, Span};
+use oxc_syntax::scope::ScopeFlags;
 
 use rustc_hash::FxHashSet;
 
@@ -30,6 +32,7 @@ pub(super) fn lint_program(file: &Arc<SourceFile>, program: &Program<'_>) -> Vec
         input_requests: 0,
         modern_call: 0,
         unsent: FxHashSet::default(),
+        function: None,
     };
     analyzer.visit_program(program);
     let mut diagnostics = analyzer.diagnostics;
@@ -113,6 +116,8 @@ struct Analyzer<'f, 'b> {
     /// The start of each object literal passed straight to a call that sends nothing
     /// (`seen.push({ method: "roots/list" })` records a method, it does not send one).
     unsent: FxHashSet<u32>,
+    /// The name of the innermost named function, method or object method being walked.
+    function: Option<String>,
 }
 
 impl Analyzer<'_, '_> {
@@ -141,14 +146,35 @@ impl Analyzer<'_, '_> {
                     || (self.bindings.uses_sdk && SERVER_NAMES.contains(&name))
             }
             Expression::StaticMemberExpression(member) => {
-                let field = member.property.name.as_str();
-                (matches!(member.object, Expression::ThisExpression(_))
-                    && self.bindings.server_fields.contains(field))
-                    || (field == "server" && self.bindings.uses_sdk)
-                    || (field == "server" && self.is_server(&member.object))
+                self.is_server_field(&member.object, member.property.name.as_str())
+            }
+            // `this.#server` (a private field).
+            Expression::PrivateFieldExpression(member) => {
+                self.is_server_field(&member.object, member.field.name.as_str())
             }
             _ => false,
         }
+    }
+
+    fn is_server_field(&self, object: &Expression<'_>, field: &str) -> bool {
+        (matches!(object, Expression::ThisExpression(_))
+            && self.bindings.server_fields.contains(field))
+            || (field == "server" && (self.bindings.uses_sdk || self.is_server(object)))
+    }
+
+    /// [`Self::is_server`], or, for the SDK's own method names (`elicitInput`,
+    /// `sendLoggingMessage`, ...), a binding named `server` / `mcpServer` or `<anything>.server`
+    /// in a file that does not import the SDK (a module that gets the server as a parameter).
+    fn is_server_loosely(&self, expression: &Expression<'_>) -> bool {
+        self.is_server(expression)
+            || match expression.get_inner_expression() {
+                Expression::Identifier(identifier) => {
+                    SERVER_NAMES.contains(&identifier.name.as_str())
+                }
+                Expression::StaticMemberExpression(member) => member.property.name == "server",
+                Expression::PrivateFieldExpression(member) => member.field.name == "server",
+                _ => false,
+            }
     }
 
     fn method_call(&mut self, call: &CallExpression<'_>, member: &StaticMemberExpression<'_>) {
@@ -156,6 +182,7 @@ impl Analyzer<'_, '_> {
         let span = member.property.span;
         let receiver = &member.object;
         let on_server = self.is_server(receiver) && !is_modern_receiver(receiver);
+        let distinctive = self.is_server_loosely(receiver) && !is_modern_receiver(receiver);
         match method {
             "createMessage" if on_server => {
                 self.report(
@@ -177,15 +204,15 @@ impl Analyzer<'_, '_> {
                 );
                 self.server_request(span, "listRoots");
             }
-            "elicitInput" if on_server => self.server_request(span, "elicitInput"),
-            "sendLoggingMessage" if on_server => self.report(
+            "elicitInput" if distinctive => self.server_request(span, "elicitInput"),
+            "sendLoggingMessage" if distinctive => self.report(
                 RuleId::DeprecatedLogging,
                 span,
                 "`sendLoggingMessage` sends `notifications/message`: protocol logging is deprecated in MCP 2026-07-28".into(),
                 "log to stderr or through OpenTelemetry",
                 None,
             ),
-            "createElicitationCompletionNotifier" if on_server => self.report(
+            "createElicitationCompletionNotifier" if distinctive => self.report(
                 RuleId::ElicitationCompleteNotification,
                 span,
                 "`createElicitationCompletionNotifier` sends `notifications/elicitation/complete`, removed in MCP 2026-07-28".into(),
@@ -196,6 +223,20 @@ impl Analyzer<'_, '_> {
                 let Some(schema) = call.arguments.first().and_then(Argument::as_expression) else {
                     return;
                 };
+                // SDK 2.x registers handlers by method string.
+                if let Some(method) = static_string(schema) {
+                    let handled = METHODS.iter().find(|(m, _, request)| *m == method && !request);
+                    if let Some((_, Some(rule), _)) = handled {
+                        self.report(
+                            *rule,
+                            schema.span(),
+                            format!("a handler for `{method}` serves a flow that MCP 2026-07-28 deprecated or removed"),
+                            rule_help(*rule),
+                            None,
+                        );
+                    }
+                    return;
+                }
                 let Some(name) = self.bindings.sdk_name(schema) else {
                     return;
                 };
@@ -226,9 +267,11 @@ impl Analyzer<'_, '_> {
     fn new_expression(&mut self, new: &NewExpression<'_>) {
         let name = match self.bindings.sdk_name(&new.callee) {
             Some(name) => Some(name),
-            // A bundle or namespace object the file did not import: the class name alone.
+            // A bundle or namespace object the file did not import, or the SDK's class bundled
+            // into the file itself: the transport's name alone (no other library uses it).
             None => match new.callee.get_inner_expression() {
                 Expression::StaticMemberExpression(member) => Some(member.property.name.as_str()),
+                Expression::Identifier(identifier) => Some(identifier.name.as_str()),
                 _ => None,
             }
             .filter(|name| matches!(*name, "SSEServerTransport" | "SSEClientTransport")),
@@ -318,6 +361,15 @@ impl Analyzer<'_, '_> {
         let Some((method, rule, request)) = METHODS.iter().find(|(m, _, _)| *m == method) else {
             return;
         };
+        // The definition of the API that sends this message (an SDK bundled into a package's
+        // `dist/`, or a framework's own client) is not a use of it: its callers are reported.
+        if self
+            .function
+            .as_deref()
+            .is_some_and(|function| defines_sender(function, method))
+        {
+            return;
+        }
         let span = property.value.span();
         if let Some(rule) = rule {
             self.report(
@@ -395,8 +447,35 @@ impl<'a> Visit<'a> for Analyzer<'_, '_> {
     fn visit_object_property(&mut self, it: &ObjectProperty<'a>) {
         let inputs = !it.computed && it.key.static_name().as_deref() == Some("inputRequests");
         self.input_requests += usize::from(inputs);
+        let is_function = matches!(
+            it.value,
+            Expression::FunctionExpression(_) | Expression::ArrowFunctionExpression(_)
+        );
+        let outer = if is_function {
+            let name = it.key.static_name().map(|name| name.into_owned());
+            std::mem::replace(&mut self.function, name)
+        } else {
+            self.function.clone()
+        };
         walk::walk_object_property(self, it);
+        self.function = outer;
         self.input_requests -= usize::from(inputs);
+    }
+
+    fn visit_method_definition(&mut self, it: &MethodDefinition<'a>) {
+        let name = it.key.static_name().map(|name| name.into_owned());
+        let outer = std::mem::replace(&mut self.function, name);
+        walk::walk_method_definition(self, it);
+        self.function = outer;
+    }
+
+    fn visit_function(&mut self, it: &Function<'a>, flags: ScopeFlags) {
+        let outer = match &it.id {
+            Some(id) => std::mem::replace(&mut self.function, Some(id.name.to_string())),
+            None => self.function.clone(),
+        };
+        walk::walk_function(self, it, flags);
+        self.function = outer;
     }
 
     fn visit_static_member_expression(&mut self, it: &StaticMemberExpression<'a>) {
@@ -464,6 +543,44 @@ fn is_send_callee(callee: &Expression<'_>) -> bool {
     ]
     .iter()
     .any(|word| lower.contains(word))
+}
+
+/// Whether a function of this name is the API that sends `method` (the SDK's `createMessage`
+/// builds `sampling/createMessage`, its MRTR builder `inputRequired.elicit` an
+/// `elicitation/create` input request).
+fn defines_sender(function: &str, method: &str) -> bool {
+    const SENDERS: &[(&str, &[&str])] = &[
+        (
+            "sampling/createMessage",
+            &["createMessage", "createMessageStream", "requestSampling"],
+        ),
+        ("roots/list", &["listRoots"]),
+        (
+            "elicitation/create",
+            &[
+                "elicitInput",
+                "elicitInputStream",
+                "elicit",
+                "elicitUrl",
+                "_sendElicitationLeg",
+            ],
+        ),
+        ("notifications/message", &["sendLoggingMessage", "log"]),
+        ("logging/setLevel", &["setLoggingLevel"]),
+        ("resources/subscribe", &["subscribeResource"]),
+        ("resources/unsubscribe", &["unsubscribeResource"]),
+        (
+            "notifications/roots/list_changed",
+            &["sendRootsListChanged"],
+        ),
+        (
+            "notifications/elicitation/complete",
+            &["createElicitationCompletionNotifier"],
+        ),
+    ];
+    SENDERS
+        .iter()
+        .any(|(sent, names)| *sent == method && names.contains(&function))
 }
 
 /// `ctx.mcpReq.<..>` and `inputRequired.<..>`: the 2026-era SDK's own request API.

@@ -16,23 +16,20 @@ use oxc_ast::ast::{
 };
 use oxc_ast_visit::{walk, Visit};
 
-/// The module specifiers of the legacy SDK: the 1.x package (any deep import) and the v2 line's
-/// frozen copy of the legacy SSE transport.
-const SDK_MODULES: &[&str] = &[
-    "@modelcontextprotocol/sdk",
-    "@modelcontextprotocol/server-legacy",
-];
+/// The scope of the SDK's packages: the 1.x `@modelcontextprotocol/sdk` (any deep import) and
+/// the 2.x split packages (`server`, `client`, `core`, `server-legacy`, ...), which keep the
+/// legacy push-style APIs as deprecated. Their 2026-era APIs (`ctx.mcpReq.*`,
+/// `inputRequired.*`) are told apart where they are used.
+const SDK_SCOPE: &str = "@modelcontextprotocol/";
 
 /// The SDK's server classes (`McpServer.server` is the low-level `Server`).
 const SERVER_CLASSES: &[&str] = &["Server", "McpServer"];
 
 /// Whether a module specifier is (a deep import of) the legacy SDK.
 pub fn is_sdk_module(specifier: &str) -> bool {
-    SDK_MODULES.iter().any(|module| {
-        specifier
-            .strip_prefix(module)
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-    })
+    specifier
+        .strip_prefix(SDK_SCOPE)
+        .is_some_and(|rest| !rest.is_empty())
 }
 
 /// The SDK names and server bindings of one file.
