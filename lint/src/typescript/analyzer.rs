@@ -19,7 +19,12 @@ use oxc_syntax::scope::ScopeFlags;
 use rustc_hash::FxHashSet;
 
 use super::imports::Bindings;
-use crate::diagnostic::{ByteSpan, Diagnostic, SourceFile};
+use super::shapes::{byte_span, property, property_extent, static_string};
+use super::surface::{
+    defines_sender, is_modern_callee, is_modern_receiver, is_send_callee, rule_help,
+    HANDLER_SCHEMAS, METHODS, SERVER_NAMES,
+};
+use crate::diagnostic::{Diagnostic, SourceFile};
 use crate::fix::{Edit, Fix};
 
 /// Lints a parsed program.
@@ -41,69 +46,6 @@ pub(super) fn lint_program(file: &Arc<SourceFile>, program: &Program<'_>) -> Vec
     diagnostics.dedup_by_key(|d| (d.span.start, d.rule));
     diagnostics
 }
-
-/// A protocol method string and the rules a hand-built message with it reports: the rule of
-/// the feature, and whether it is a request the server sends and awaits.
-const METHODS: &[(&str, Option<RuleId>, bool)] = &[
-    (
-        "sampling/createMessage",
-        Some(RuleId::DeprecatedSampling),
-        true,
-    ),
-    ("roots/list", Some(RuleId::DeprecatedRoots), true),
-    ("elicitation/create", None, true),
-    (
-        "notifications/roots/list_changed",
-        Some(RuleId::DeprecatedRoots),
-        false,
-    ),
-    (
-        "notifications/message",
-        Some(RuleId::DeprecatedLogging),
-        false,
-    ),
-    ("logging/setLevel", Some(RuleId::DeprecatedLogging), false),
-    (
-        "notifications/elicitation/complete",
-        Some(RuleId::ElicitationCompleteNotification),
-        false,
-    ),
-    (
-        "resources/subscribe",
-        Some(RuleId::LegacyResourceSubscription),
-        false,
-    ),
-    (
-        "resources/unsubscribe",
-        Some(RuleId::LegacyResourceSubscription),
-        false,
-    ),
-];
-
-/// The names JavaScript code gives an SDK server it did not construct (a helper's parameter).
-const SERVER_NAMES: &[&str] = &["server", "mcpServer"];
-
-/// The SDK schemas whose handlers belong to removed or deprecated flows.
-const HANDLER_SCHEMAS: &[(&str, RuleId)] = &[
-    ("SetLevelRequestSchema", RuleId::DeprecatedLogging),
-    (
-        "LoggingMessageNotificationSchema",
-        RuleId::DeprecatedLogging,
-    ),
-    ("SubscribeRequestSchema", RuleId::LegacyResourceSubscription),
-    (
-        "UnsubscribeRequestSchema",
-        RuleId::LegacyResourceSubscription,
-    ),
-    (
-        "RootsListChangedNotificationSchema",
-        RuleId::DeprecatedRoots,
-    ),
-    (
-        "ElicitationCompleteNotificationSchema",
-        RuleId::ElicitationCompleteNotification,
-    ),
-];
 
 struct Analyzer<'f, 'b> {
     file: &'f Arc<SourceFile>,
@@ -471,7 +413,7 @@ impl<'a> Visit<'a> for Analyzer<'_, '_> {
 
     fn visit_function(&mut self, it: &Function<'a>, flags: ScopeFlags) {
         let outer = match &it.id {
-            Some(id) => std::mem::replace(&mut self.function, Some(id.name.to_string())),
+            Some(id) => self.function.replace(id.name.to_string()),
             None => self.function.clone(),
         };
         walk::walk_function(self, it, flags);
@@ -510,164 +452,4 @@ impl<'a> Visit<'a> for Analyzer<'_, '_> {
         }
         walk::walk_unary_expression(self, it);
     }
-}
-
-fn rule_help(rule: RuleId) -> &'static str {
-    match rule {
-        RuleId::DeprecatedSampling => "call the model provider directly",
-        RuleId::DeprecatedRoots => "take paths as tool arguments or resource URIs",
-        RuleId::DeprecatedLogging => "log to stderr or through OpenTelemetry",
-        RuleId::ElicitationCompleteNotification => {
-            "the client learns the outcome by retrying; correlate through `requestState`"
-        }
-        RuleId::LegacyResourceSubscription => {
-            "serve resource updates on `subscriptions/listen` streams"
-        }
-        _ => "see the rule's documentation",
-    }
-}
-
-/// The calls that send a message object given to them: the SDK's `request` / `notification` /
-/// `sendRequest` / `sendNotification`, a transport's `send`, and the helpers a server writes
-/// around them, named by what they do. Any other call (`seen.push(..)`, `log(..)`) only
-/// receives a value that happens to have a `method` key.
-fn is_send_callee(callee: &Expression<'_>) -> bool {
-    let name = match callee.get_inner_expression() {
-        Expression::Identifier(id) => id.name.as_str(),
-        Expression::StaticMemberExpression(member) => member.property.name.as_str(),
-        _ => return true,
-    };
-    let lower = name.to_ascii_lowercase();
-    [
-        "request", "notif", "send", "emit", "dispatch", "post", "write",
-    ]
-    .iter()
-    .any(|word| lower.contains(word))
-}
-
-/// Whether a function of this name is the API that sends `method` (the SDK's `createMessage`
-/// builds `sampling/createMessage`, its MRTR builder `inputRequired.elicit` an
-/// `elicitation/create` input request).
-fn defines_sender(function: &str, method: &str) -> bool {
-    const SENDERS: &[(&str, &[&str])] = &[
-        (
-            "sampling/createMessage",
-            &["createMessage", "createMessageStream", "requestSampling"],
-        ),
-        ("roots/list", &["listRoots"]),
-        (
-            "elicitation/create",
-            &[
-                "elicitInput",
-                "elicitInputStream",
-                "elicit",
-                "elicitUrl",
-                "_sendElicitationLeg",
-            ],
-        ),
-        ("notifications/message", &["sendLoggingMessage", "log"]),
-        ("logging/setLevel", &["setLoggingLevel"]),
-        ("resources/subscribe", &["subscribeResource"]),
-        ("resources/unsubscribe", &["unsubscribeResource"]),
-        (
-            "notifications/roots/list_changed",
-            &["sendRootsListChanged"],
-        ),
-        (
-            "notifications/elicitation/complete",
-            &["createElicitationCompletionNotifier"],
-        ),
-    ];
-    SENDERS
-        .iter()
-        .any(|(sent, names)| *sent == method && names.contains(&function))
-}
-
-/// `ctx.mcpReq.<..>` and `inputRequired.<..>`: the 2026-era SDK's own request API.
-fn is_modern_callee(callee: &Expression<'_>) -> bool {
-    match callee.get_inner_expression() {
-        Expression::StaticMemberExpression(member) => {
-            is_modern_receiver(&member.object)
-                || matches!(member.object.get_inner_expression(), Expression::Identifier(id) if id.name == "inputRequired")
-        }
-        Expression::Identifier(id) => id.name == "inputRequired",
-        _ => false,
-    }
-}
-
-/// A receiver chain that goes through `mcpReq` (the SDK 2.x request context).
-fn is_modern_receiver(receiver: &Expression<'_>) -> bool {
-    match receiver.get_inner_expression() {
-        Expression::StaticMemberExpression(member) => {
-            member.property.name == "mcpReq" || is_modern_receiver(&member.object)
-        }
-        Expression::Identifier(id) => id.name == "mcpReq",
-        _ => false,
-    }
-}
-
-/// The value of a string literal, or of a template literal without substitutions.
-fn static_string<'e>(expression: &'e Expression<'_>) -> Option<&'e str> {
-    match expression.get_inner_expression() {
-        Expression::StringLiteral(literal) => Some(literal.value.as_str()),
-        Expression::TemplateLiteral(template) if template.expressions.is_empty() => template
-            .quasis
-            .first()
-            .and_then(|quasi| quasi.value.cooked.as_ref())
-            .map(|cooked| cooked.as_str()),
-        _ => None,
-    }
-}
-
-fn property<'e, 'a>(
-    object: &'e ObjectExpression<'a>,
-    name: &str,
-) -> Option<&'e ObjectProperty<'a>> {
-    object.properties.iter().find_map(|kind| match kind {
-        ObjectPropertyKind::ObjectProperty(property)
-            if !property.computed && property.key.static_name().as_deref() == Some(name) =>
-        {
-            Some(&**property)
-        }
-        _ => None,
-    })
-}
-
-/// What to delete with one property of an object literal: its whole line when it stands alone
-/// there, else the property and the comma after it (or, for the last one, the comma before it).
-fn property_extent(
-    text: &str,
-    object: &ObjectExpression<'_>,
-    property: &ObjectProperty<'_>,
-) -> ByteSpan {
-    let start = property.span.start as usize;
-    let mut end = property.span.end as usize;
-    let rest = &text[end..];
-    let after_blanks = rest.len() - rest.trim_start_matches([' ', '\t']).len();
-    let comma_after = rest[after_blanks..].starts_with(',');
-    if comma_after {
-        end += after_blanks + 1;
-    }
-    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
-    let line_end = text[end..].find('\n').map_or(text.len(), |i| end + i);
-    let alone = text[line_start..start].trim().is_empty() && text[end..line_end].trim().is_empty();
-    if alone && line_end < text.len() {
-        return ByteSpan::new(line_start, line_end + 1);
-    }
-    if comma_after {
-        let rest = &text[end..];
-        let blanks = rest.len() - rest.trim_start_matches([' ', '\t']).len();
-        return ByteSpan::new(start, end + blanks);
-    }
-    // The last property: take the comma before it, if there is another property.
-    let before = text[object.span.start as usize..start].trim_end();
-    if before.ends_with(',') {
-        let comma = object.span.start as usize + before.len() - 1;
-        return ByteSpan::new(comma, end);
-    }
-    ByteSpan::new(start, end)
-}
-
-fn byte_span(span: Span) -> ByteSpan {
-    ByteSpan::new(span.start as usize, span.end as usize)
 }

@@ -5,6 +5,8 @@
 mod analyzer;
 mod imports;
 pub mod package_json;
+mod shapes;
+mod surface;
 
 use std::path::Path;
 use std::sync::Arc;
