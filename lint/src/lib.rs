@@ -266,14 +266,20 @@ fn other_front_end(path: &Path) -> Option<(FrontEnd, SourceKind)> {
 }
 
 /// Every file of the other front-ends; a file whose language has no front-end yet is left out
-/// (not counted as scanned).
+/// (not counted as scanned). As for Rust: one parallel pass reads and pre-filters, then the
+/// files that pass are linted largest first, one per job, so that a large bundle does not start
+/// last and run alone.
 fn lint_other_languages(
     targets: &Targets,
     config: &Config,
     cwd: &Path,
     use_prefilter: bool,
 ) -> Vec<FileResult> {
-    targets
+    enum Read {
+        Done(FileResult),
+        Lint(Arc<SourceFile>, FrontEnd, SourceKind, PathBuf),
+    }
+    let read: Vec<Read> = targets
         .sources
         .par_iter()
         .chain(targets.package_manifests.par_iter())
@@ -285,19 +291,41 @@ fn lint_other_languages(
                 Some(text) => text.clone(),
                 None => match std::fs::read_to_string(path) {
                     Ok(text) => text,
-                    Err(error) => return Some(unreadable(&display, &error.to_string(), config)),
+                    Err(error) => {
+                        return Some(Read::Done(unreadable(&display, &error.to_string(), config)))
+                    }
                 },
             };
             if use_prefilter && !(front_end.may_match)(text.as_bytes()) {
-                return Some(FileResult {
+                return Some(Read::Done(FileResult {
                     skipped: true,
                     ..FileResult::default()
-                });
+                }));
             }
             let file = SourceFile::new(display, text);
-            Some(lint_with_front_end(&file, front_end, kind, path, config))
+            Some(Read::Lint(file, front_end, kind, path.clone()))
         })
-        .collect()
+        .collect();
+    let mut results = Vec::new();
+    let mut survivors = Vec::new();
+    for entry in read {
+        match entry {
+            Read::Done(result) => results.push(result),
+            Read::Lint(file, front_end, kind, path) => {
+                survivors.push((file, front_end, kind, path))
+            }
+        }
+    }
+    survivors.sort_by_key(|(file, ..)| std::cmp::Reverse(file.text.len()));
+    let linted: Vec<FileResult> = survivors
+        .into_par_iter()
+        .with_max_len(1)
+        .map(|(file, front_end, kind, path)| {
+            lint_with_front_end(&file, front_end, kind, &path, config)
+        })
+        .collect();
+    results.extend(linted);
+    results
 }
 
 fn lint_with_front_end(
