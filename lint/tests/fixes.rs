@@ -23,6 +23,11 @@ const FIXED: &[(&str, &[&str])] = &[
         &["Cargo.toml", "src/positive_background.rs"],
     ),
     ("unused-suppression", &["src/positive.rs"]),
+    // TypeScript/JavaScript: the front-end's own fixes, and package.json's SDK move.
+    ("typescript/deprecated-include-context", &["positive.ts"]),
+    ("typescript/deprecated-logging", &["positive.ts"]),
+    ("typescript/legacy-sdk-version", &["package.json"]),
+    ("typescript/unused-suppression", &["positive.ts"]),
 ];
 
 /// Copies a fixture directory into a fresh temporary directory.
@@ -49,6 +54,8 @@ fn copy_dir(from: &Path, to: &Path) {
 fn parses(path: &Path, text: &str) -> bool {
     if path.extension().is_some_and(|e| e == "rs") {
         syn::parse_file(text).is_ok()
+    } else if let Some(kind) = cargo_mcp_lint::fix::SourceKind::of_other(path) {
+        cargo_mcp_lint::fix::parses(text, kind)
     } else {
         text.parse::<toml_edit::DocumentMut>().is_ok()
     }
