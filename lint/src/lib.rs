@@ -16,6 +16,7 @@ pub mod fix;
 pub mod manifest;
 pub mod output;
 pub mod prefilter;
+pub mod python;
 pub mod rust;
 pub mod scaffold;
 pub mod suppress;

@@ -9,6 +9,7 @@
 //! no fixes left, so fixing twice changes nothing the second time.
 
 mod manifest;
+pub(crate) mod python;
 mod rust;
 mod suppression;
 

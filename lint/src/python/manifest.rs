@@ -1,0 +1,1 @@
+//! Python manifests (placeholder, filled in below).
