@@ -614,7 +614,7 @@ impl<'a> Visitor<'a> for Analyzer<'_> {
                 }) = &*unary.operand
                 {
                     if int.as_i64() == Some(32042) {
-                        self.report(symbols::url_elicitation_error("`-32042`"), unary.range);
+                        self.report(symbols::url_elicitation_error("-32042"), unary.range);
                     }
                 }
             }

@@ -257,9 +257,14 @@ pub fn sse_argument(method: &str) -> Finding {
 }
 
 pub fn url_elicitation_error(what: &str) -> Finding {
+    let message = if what == "-32042" {
+        "error code -32042 is the legacy URL-elicitation flow; MCP 2026-07-28 forbids it".to_owned()
+    } else {
+        format!("{what} (-32042) is the legacy URL-elicitation flow; MCP 2026-07-28 forbids code -32042")
+    };
     finding(
         RuleId::ServerInitiatedRequest,
-        format!("{what} (-32042) is the legacy URL-elicitation flow; MCP 2026-07-28 forbids code -32042"),
+        message,
         "return `input_required` with a URL-mode `ElicitRequest` in `InputRequiredResult.input_requests` instead",
         "legacy URL elicitation error",
     )
@@ -351,7 +356,7 @@ pub fn include_context_literal(value: &str) -> Option<Finding> {
     matches!(value, "thisServer" | "allServers").then(|| {
         finding(
             RuleId::DeprecatedIncludeContext,
-            format!("`include_context=\"{value}\"` is deprecated in MCP 2026-07-28"),
+            format!("the `includeContext` value `\"{value}\"` is deprecated in MCP 2026-07-28"),
             "omit `include_context` or pass `\"none\"`",
             "deprecated `includeContext` value",
         )
