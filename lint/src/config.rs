@@ -1,5 +1,6 @@
 //! Configuration: `mcp-lint.toml`, `[workspace.metadata.mcp-lint]` and
-//! `[package.metadata.mcp-lint]`, then `-A/-W/-D` on the command line.
+//! `[package.metadata.mcp-lint]` (or `[tool.mcp-lint]` in a Python project's `pyproject.toml`),
+//! then `-A/-W/-D` on the command line. The same settings and excludes apply to every language.
 //!
 //! ```toml
 //! [workspace.metadata.mcp-lint]
@@ -151,6 +152,37 @@ impl Layer {
         let settings = settings_with_spans(&file, workspace)
             .unwrap_or_else(|| Settings::deserialize(value).unwrap_or_default());
         Layer::from_settings(&file, settings, parent(path)).map(Some)
+    }
+
+    /// Reads `[tool.mcp-lint]` of a `pyproject.toml`; `None` when it has no such table.
+    pub fn from_pyproject_text(
+        path: &Path,
+        text: Option<&str>,
+    ) -> Result<Option<Layer>, Box<ConfigError>> {
+        #[derive(Deserialize)]
+        struct Shape {
+            tool: Option<Tool>,
+        }
+        #[derive(Deserialize)]
+        struct Tool {
+            #[serde(rename = "mcp-lint")]
+            mcp_lint: Option<Settings>,
+        }
+        if text.is_some_and(|text| !text.contains("mcp-lint")) {
+            return Ok(None);
+        }
+        let file = match text {
+            Some(text) => SourceFile::new(path.to_path_buf(), text.to_owned()),
+            None => read(path)?.0,
+        };
+        if !file.text.contains("mcp-lint") {
+            return Ok(None);
+        }
+        let shape: Shape = toml::from_str(&file.text).map_err(|error| toml_error(&file, &error))?;
+        match shape.tool.and_then(|tool| tool.mcp_lint) {
+            Some(settings) => Layer::from_settings(&file, settings, parent(path)).map(Some),
+            None => Ok(None),
+        }
     }
 
     fn from_settings(
@@ -369,6 +401,29 @@ fn absolute_dir(cwd: &Path, path: &Path) -> PathBuf {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn pyproject_tool_table_is_a_layer_with_spanned_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pyproject.toml");
+        let text = "[project]\nname = \"x\"\n\n[tool.mcp-lint]\nexclude = [\"gen/**\"]\n\n[tool.mcp-lint.rules]\ndeprecated-logging = \"allow\"\n";
+        let layer = Layer::from_pyproject_text(&path, Some(text))
+            .unwrap()
+            .unwrap();
+        assert_eq!(layer.levels, [(RuleId::DeprecatedLogging, Level::Allow)]);
+        assert_eq!(layer.excludes, ["gen/**"]);
+        assert_eq!(layer.base, dir.path());
+        assert!(
+            Layer::from_pyproject_text(&path, Some("[project]\nname = \"x\"\n"))
+                .unwrap()
+                .is_none()
+        );
+        let error =
+            Layer::from_pyproject_text(&path, Some("[tool.mcp-lint.rules]\nno-such = \"deny\"\n"))
+                .unwrap_err();
+        assert_eq!(error.message, "unknown rule `no-such`");
+        assert!(error.span.is_some());
+    }
+
     use super::*;
 
     fn write(dir: &Path, name: &str, text: &str) -> PathBuf {

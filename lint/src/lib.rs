@@ -3,8 +3,10 @@
 //! Data flow: [`walk`] finds the files (the cargo workspace, or the given paths) and the crate of
 //! each; [`config`] decides rule levels and excludes; every Rust file passes the byte-level
 //! [`prefilter`] and, if it may match, is parsed by syn and walked once by the [`rust`] front-end
-//! (in parallel, with rayon); manifests go through [`manifest`]; [`suppress`] applies inline
-//! comments; [`output`] renders the sorted findings.
+//! (in parallel, with rayon); manifests go through [`manifest`]; the files of the other languages
+//! ([`lang`]: TypeScript/JavaScript, [`typescript`]) and their manifests go to their front-ends
+//! ([`lang::FrontEnd`]); [`suppress`] applies inline comments; [`output`] renders the sorted
+//! findings.
 
 #![forbid(unsafe_code)]
 
@@ -13,6 +15,7 @@ pub mod cli;
 pub mod config;
 pub mod diagnostic;
 pub mod fix;
+pub mod lang;
 pub mod manifest;
 pub mod output;
 pub mod prefilter;
@@ -20,6 +23,7 @@ pub mod python;
 pub mod rust;
 pub mod scaffold;
 pub mod suppress;
+pub mod typescript;
 pub mod walk;
 
 use std::collections::HashMap;
@@ -30,9 +34,10 @@ use rayon::prelude::*;
 
 use config::Config;
 use diagnostic::{ByteSpan, Diagnostic, SourceFile};
+use fix::SourceKind;
+use lang::{FrontEnd, Language, ManifestKind};
 use mcp_migrate_rules::RuleId;
 use output::Summary;
-use suppress::CommentStyle;
 use walk::{CrateIndex, Targets};
 
 /// The findings of a run, sorted, and its counts.
@@ -74,42 +79,48 @@ pub fn lint(targets: &Targets, config: &Config, use_prefilter: bool) -> Outcome 
         .map(|path| index.context_for(path))
         .collect();
 
-    let (first_pass, manifest_results) = rayon::join(
+    let ((first_pass, manifest_results), other_results) = rayon::join(
         || {
-            targets
-                .rust_files
-                .par_iter()
-                .zip(&contexts)
-                .map(|(path, context)| {
-                    if targets.is_excluded(path, config) {
-                        return Pass::Excluded;
-                    }
-                    read_and_filter(path, context, &cwd, config, use_prefilter)
-                })
-                .collect::<Vec<Pass>>()
+            rayon::join(
+                || {
+                    targets
+                        .rust_files
+                        .par_iter()
+                        .zip(&contexts)
+                        .map(|(path, context)| {
+                            if targets.is_excluded(path, config) {
+                                return Pass::Excluded;
+                            }
+                            read_and_filter(path, context, &cwd, config, use_prefilter)
+                        })
+                        .collect::<Vec<Pass>>()
+                },
+                || {
+                    targets
+                        .manifests
+                        .par_iter()
+                        .filter(|path| !targets.is_excluded(path, config))
+                        .map(|path| {
+                            let text = targets.manifest_texts.get(path.as_path());
+                            match parsed.get(path.as_path()) {
+                                Some(manifest) => check_manifest(manifest, path, config),
+                                None => {
+                                    let display = display_path(path, &cwd);
+                                    lint_manifest(path, text, &display, config, use_prefilter)
+                                }
+                            }
+                        })
+                        .collect::<Vec<FileResult>>()
+                },
+            )
         },
-        || {
-            targets
-                .manifests
-                .par_iter()
-                .filter(|path| !targets.is_excluded(path, config))
-                .map(|path| {
-                    let text = targets.manifest_texts.get(path.as_path());
-                    match parsed.get(path.as_path()) {
-                        Some(manifest) => check_manifest(manifest, path, config),
-                        None => {
-                            let display = display_path(path, &cwd);
-                            lint_manifest(path, text, &display, config, use_prefilter)
-                        }
-                    }
-                })
-                .collect::<Vec<FileResult>>()
-        },
+        || lint_other_languages(targets, config, &cwd, use_prefilter),
     );
 
     let mut outcome = Outcome::default();
     let mut survivors = Vec::new();
     let mut results = manifest_results;
+    results.extend(other_results);
     outcome.summary.files_scanned = results.len();
     for ((path, context), pass) in targets.rust_files.iter().zip(&contexts).zip(first_pass) {
         match pass {
@@ -173,6 +184,26 @@ pub fn fix_files(
             jobs.push((path.clone(), display, context));
         }
     }
+    let others: Vec<(PathBuf, PathBuf, SourceKind)> = targets
+        .sources
+        .iter()
+        .chain(&targets.package_manifests)
+        .filter_map(|path| {
+            let display = display_path(path, &cwd);
+            let kind = SourceKind::of_other(path)?;
+            wanted
+                .binary_search(&display.as_path())
+                .is_ok()
+                .then(|| (path.clone(), display, kind))
+        })
+        .collect();
+    let other_fixes = others.into_par_iter().filter_map(|(path, display, kind)| {
+        let original = std::fs::read_to_string(&path).ok()?;
+        let result = fix::fix_text(&original, kind, allowed, |text| {
+            lint_other_source(&path, &display, text.to_owned(), config)
+        });
+        (result.fixed != original || result.warning.is_some()).then_some((path, original, result))
+    });
     jobs.into_par_iter()
         .filter_map(|(path, display, context)| {
             let original = std::fs::read_to_string(&path).ok()?;
@@ -187,6 +218,7 @@ pub fn fix_files(
             (result.fixed != original || result.warning.is_some())
                 .then_some((path, original, result))
         })
+        .chain(other_fixes)
         .collect()
 }
 
@@ -206,6 +238,78 @@ pub fn lint_source(
         }
         None => lint_manifest(path, Some(&text), display, config, false).diagnostics,
     }
+}
+
+/// Lints one file of the other front-ends ([`lang::FrontEnd`]) as the run would; nothing for a
+/// file no front-end reads.
+pub fn lint_other_source(
+    path: &Path,
+    display: &Path,
+    text: String,
+    config: &Config,
+) -> Vec<Diagnostic> {
+    other_front_end(path)
+        .map(|(front_end, kind)| {
+            let file = SourceFile::new(display.to_path_buf(), text);
+            lint_with_front_end(&file, front_end, kind, path, config).diagnostics
+        })
+        .unwrap_or_default()
+}
+
+/// The front-end of a file of [`Targets::sources`] or [`Targets::package_manifests`], and its
+/// kind; `None` while its language has no front-end.
+fn other_front_end(path: &Path) -> Option<(FrontEnd, SourceKind)> {
+    let front_end = match Language::of(path) {
+        Some(language) => language.front_end(),
+        None => ManifestKind::of(path).and_then(ManifestKind::front_end),
+    }?;
+    Some((front_end, SourceKind::of_other(path)?))
+}
+
+/// Every file of the other front-ends; a file whose language has no front-end yet is left out
+/// (not counted as scanned).
+fn lint_other_languages(
+    targets: &Targets,
+    config: &Config,
+    cwd: &Path,
+    use_prefilter: bool,
+) -> Vec<FileResult> {
+    targets
+        .sources
+        .par_iter()
+        .chain(targets.package_manifests.par_iter())
+        .filter(|path| !targets.is_excluded(path, config))
+        .filter_map(|path| {
+            let (front_end, kind) = other_front_end(path)?;
+            let display = display_path(path, cwd);
+            let text = match targets.manifest_texts.get(path.as_path()) {
+                Some(text) => text.clone(),
+                None => match std::fs::read_to_string(path) {
+                    Ok(text) => text,
+                    Err(error) => return Some(unreadable(&display, &error.to_string(), config)),
+                },
+            };
+            if use_prefilter && !(front_end.may_match)(text.as_bytes()) {
+                return Some(FileResult {
+                    skipped: true,
+                    ..FileResult::default()
+                });
+            }
+            let file = SourceFile::new(display, text);
+            Some(lint_with_front_end(&file, front_end, kind, path, config))
+        })
+        .collect()
+}
+
+fn lint_with_front_end(
+    file: &Arc<SourceFile>,
+    front_end: FrontEnd,
+    kind: SourceKind,
+    path: &Path,
+    config: &Config,
+) -> FileResult {
+    let diagnostics = (front_end.lint_file)(file);
+    finish(file, kind, diagnostics, path, config, None)
 }
 
 #[derive(Debug, Default)]
@@ -287,7 +391,7 @@ fn lint_rust(
     let (diagnostics, syntax) = rust::lint_file_parsed(&file, context, mask);
     finish(
         &file,
-        CommentStyle::Slashes,
+        SourceKind::Rust,
         diagnostics,
         path,
         config,
@@ -330,7 +434,7 @@ fn check_manifest(manifest: &manifest::ParsedManifest, path: &Path, config: &Con
             let diagnostics = manifest.check();
             finish(
                 &manifest.file,
-                CommentStyle::Hash,
+                SourceKind::Manifest,
                 diagnostics,
                 path,
                 config,
@@ -342,7 +446,7 @@ fn check_manifest(manifest: &manifest::ParsedManifest, path: &Path, config: &Con
             let file = diagnostic.file.clone();
             finish(
                 &file,
-                CommentStyle::Hash,
+                SourceKind::Manifest,
                 vec![diagnostic],
                 path,
                 config,
@@ -356,13 +460,13 @@ fn check_manifest(manifest: &manifest::ParsedManifest, path: &Path, config: &Con
 /// (from `syntax`, the tree the findings came from, when there is one).
 fn finish(
     file: &Arc<SourceFile>,
-    style: CommentStyle,
+    kind: SourceKind,
     diagnostics: Vec<Diagnostic>,
     path: &Path,
     config: &Config,
     syntax: Option<&syn::File>,
 ) -> FileResult {
-    let applied = suppress::apply(file, style, diagnostics, |rule| {
+    let applied = suppress::apply(file, kind.comment_style(), diagnostics, |rule| {
         config.severity(rule, path).is_some()
     });
     let mut diagnostics: Vec<Diagnostic> = applied
@@ -373,7 +477,7 @@ fn finish(
             Some(diagnostic)
         })
         .collect();
-    fix::attach_parsed(file, style.into(), &mut diagnostics, syntax);
+    fix::attach_parsed(file, kind, &mut diagnostics, syntax);
     FileResult {
         diagnostics,
         suppressed: applied.suppressed,

@@ -1,4 +1,5 @@
-//! Inline suppressions: `// mcp-lint: allow(RULE[, RULE]) REASON` (in `Cargo.toml`: `# mcp-lint: ...`).
+//! Inline suppressions: `// mcp-lint: allow(RULE[, RULE]) REASON` (in `Cargo.toml`: `# mcp-lint: ...`;
+//! in TypeScript/JavaScript also `/* mcp-lint: ... */`).
 //!
 //! A comment that shares its line with code covers that line; a comment on a line of its own
 //! covers the next line holding code. A reason is required. Suppressions that silence nothing are
@@ -28,6 +29,12 @@ pub enum CommentStyle {
     Slashes,
     /// `#` (TOML)
     Hash,
+    /// `//` and `/* */` (TypeScript and JavaScript; comments as the TypeScript parser finds them)
+    Script,
+    /// `#` (Python; comments as Python's tokenizer finds them, never inside a string)
+    Python,
+    /// No comments at all (JSON): nothing can be suppressed.
+    NoComments,
 }
 
 /// The outcome of applying a file's suppressions.
@@ -164,20 +171,38 @@ fn comments(file: &SourceFile, style: CommentStyle) -> Vec<(usize, &str)> {
                 line_start += line.len() + 1;
             }
         }
+        CommentStyle::Script => {
+            for (start, end) in crate::typescript::comments(&file.path, text) {
+                out.push((start, &text[start..end]));
+            }
+        }
+        CommentStyle::Python => {
+            for (start, end) in crate::python::comments(text) {
+                out.push((start, &text[start..end]));
+            }
+        }
+        CommentStyle::NoComments => {}
     }
     out
 }
 
 fn parse(file: &Arc<SourceFile>, style: CommentStyle) -> (Vec<Suppression>, Vec<Diagnostic>) {
     let opener = match style {
-        CommentStyle::Slashes => "//",
-        CommentStyle::Hash => "#",
+        CommentStyle::Slashes | CommentStyle::Script | CommentStyle::NoComments => "//",
+        CommentStyle::Hash | CommentStyle::Python => "#",
     };
     let mut suppressions = Vec::new();
     let mut findings = Vec::new();
     let lines: Vec<&str> = file.text.split('\n').collect();
     for (start, comment) in comments(file, style) {
-        let Some(rest) = comment[opener.len()..].trim_start().strip_prefix(MARKER) else {
+        // A block comment's text ends before its `*/`; its opener is as long as `//`.
+        let inner = match comment.strip_prefix("/*") {
+            Some(block) if style == CommentStyle::Script => {
+                block.strip_suffix("*/").unwrap_or(block)
+            }
+            _ => &comment[opener.len()..],
+        };
+        let Some(rest) = inner.trim_start().strip_prefix(MARKER) else {
             continue;
         };
         let rest = rest.trim();

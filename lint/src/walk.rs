@@ -1,11 +1,19 @@
 //! Finding what to lint: the cargo workspace of the current directory, or the given paths
 //! (directories walked in parallel, honouring `.gitignore`), and the crate each file belongs to.
+//!
+//! Besides Rust files and `Cargo.toml`, the walk collects the sources of the other front-ends
+//! (TypeScript/JavaScript and Python, [`Language`]) and their manifests (`package.json`,
+//! `pyproject.toml`, `requirements*.txt`, [`ManifestKind`]). It never enters installed
+//! dependencies ([`crate::lang::SKIPPED_DIRS`]: `node_modules`, virtualenvs) nor cargo target
+//! directories; build output such as `dist/` or `build/` is skipped only when `.gitignore` says
+//! so (as it usually does), like any other path: what is committed is linted.
 
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use crate::lang::{Language, ManifestKind, SKIPPED_DIRS};
 use crate::manifest::{Manifest, ParsedManifest};
 use crate::rust::CrateContext;
 
@@ -13,8 +21,14 @@ use crate::rust::CrateContext;
 #[derive(Debug, Default)]
 pub struct Targets {
     pub rust_files: Vec<PathBuf>,
+    /// The `Cargo.toml` files.
     pub manifests: Vec<PathBuf>,
-    /// The text of each manifest found by the directory walk, read once by the walker threads
+    /// The sources of the other front-ends (TypeScript/JavaScript, Python), each file's
+    /// language told by [`Language::of`].
+    pub sources: Vec<PathBuf>,
+    /// The manifests of the other ecosystems ([`ManifestKind::of`]).
+    pub package_manifests: Vec<PathBuf>,
+    /// The text of each manifest (of either list) found by the directory walk, read once by the walker threads
     /// (configuration, crate contexts and the manifest rules all use it). A manifest missing here
     /// is read when needed, and its read error reported then.
     pub manifest_texts: HashMap<PathBuf, String>,
@@ -102,9 +116,11 @@ fn collect(paths: &[PathBuf]) -> Result<Targets, WalkError> {
         // Honour .gitignore even outside a git repository (fixtures, unpacked crates).
         builder.require_git(false);
         builder.filter_entry(|entry| {
-            // Skip cargo target directories that no .gitignore mentions.
+            // Skip installed dependencies, and cargo target directories that no .gitignore
+            // mentions.
             !(entry.file_type().is_some_and(|t| t.is_dir())
-                && entry.path().join("CACHEDIR.TAG").is_file())
+                && (SKIPPED_DIRS.iter().any(|name| entry.file_name() == *name)
+                    || entry.path().join("CACHEDIR.TAG").is_file()))
         });
         let found = Mutex::new(Targets::default());
         builder.build_parallel().run(|| {
@@ -113,7 +129,7 @@ fn collect(paths: &[PathBuf]) -> Result<Targets, WalkError> {
                     if entry.file_type().is_some_and(|t| t.is_file()) {
                         let path = entry.into_path();
                         // Read manifests here, on the walker threads, outside the lock.
-                        let text = is_manifest(&path)
+                        let text = (is_manifest(&path) || ManifestKind::of(&path).is_some())
                             .then(|| std::fs::read_to_string(&path).ok())
                             .flatten();
                         let mut found = found.lock().expect("walker threads do not panic");
@@ -129,6 +145,8 @@ fn collect(paths: &[PathBuf]) -> Result<Targets, WalkError> {
         let found = found.into_inner().expect("walker threads do not panic");
         targets.rust_files.extend(found.rust_files);
         targets.manifests.extend(found.manifests);
+        targets.sources.extend(found.sources);
+        targets.package_manifests.extend(found.package_manifests);
         targets.manifest_texts.extend(found.manifest_texts);
     }
     // Byte order (not `Path`'s component order, several times slower on 10,000s of paths): the
@@ -141,6 +159,10 @@ fn collect(paths: &[PathBuf]) -> Result<Targets, WalkError> {
         .manifests
         .sort_unstable_by(|a, b| a.as_os_str().cmp(b.as_os_str()));
     targets.manifests.dedup();
+    for list in [&mut targets.sources, &mut targets.package_manifests] {
+        list.sort_unstable_by(|a, b| a.as_os_str().cmp(b.as_os_str()));
+        list.dedup();
+    }
     Ok(targets)
 }
 
@@ -153,6 +175,10 @@ fn classify(path: PathBuf, targets: &mut Targets) {
         targets.rust_files.push(path);
     } else if is_manifest(&path) {
         targets.manifests.push(path);
+    } else if Language::of(&path).is_some() {
+        targets.sources.push(path);
+    } else if ManifestKind::of(&path).is_some() {
+        targets.package_manifests.push(path);
     }
 }
 
@@ -248,5 +274,68 @@ impl<'t> CrateIndex<'t> {
             self.by_dir.insert(dir, found.clone());
         }
         found.unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_language_is_collected_and_installed_dependencies_are_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for file in [
+            "src/main.rs",
+            "Cargo.toml",
+            "web/server.ts",
+            "web/app.tsx",
+            "web/bin/cli.mjs",
+            "web/types.d.ts",
+            "web/package.json",
+            "web/node_modules/@modelcontextprotocol/sdk/dist/server.js",
+            "web/node_modules/@modelcontextprotocol/sdk/package.json",
+            "py/server.py",
+            "py/stubs.pyi",
+            "py/pyproject.toml",
+            "py/requirements-dev.txt",
+            "py/.venv/lib/python3.12/site-packages/mcp/server.py",
+            "py/venv/lib/mcp.py",
+            "py/__pycache__/server.py",
+        ] {
+            let path = root.join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, "").unwrap();
+        }
+        let targets = path_targets(&[root.to_path_buf()]).unwrap();
+        let relative = |paths: &[PathBuf]| -> Vec<String> {
+            paths
+                .iter()
+                .map(|p| p.strip_prefix(root).unwrap().to_string_lossy().into_owned())
+                .collect()
+        };
+        assert_eq!(relative(&targets.rust_files), ["src/main.rs"]);
+        assert_eq!(relative(&targets.manifests), ["Cargo.toml"]);
+        assert_eq!(
+            relative(&targets.sources),
+            [
+                "py/server.py",
+                "web/app.tsx",
+                "web/bin/cli.mjs",
+                "web/server.ts"
+            ]
+        );
+        assert_eq!(
+            relative(&targets.package_manifests),
+            [
+                "py/pyproject.toml",
+                "py/requirements-dev.txt",
+                "web/package.json"
+            ]
+        );
+        // The walk read the manifests' texts for configuration and the manifest rules.
+        assert!(targets
+            .manifest_texts
+            .contains_key(&root.join("web/package.json")));
     }
 }

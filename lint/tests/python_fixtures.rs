@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 
 use cargo_mcp_lint::diagnostic::{Diagnostic, SourceFile};
 use cargo_mcp_lint::fix;
+use cargo_mcp_lint::lang::ManifestKind;
 use cargo_mcp_lint::python;
-use cargo_mcp_lint::python::manifest::{lint_manifest, manifest_kind};
+use cargo_mcp_lint::python::manifest::{lint_pyproject, lint_requirements};
 use support::workspace_root;
 
 /// Every file of the fixtures' `python/` folders, sorted, as paths relative to the fixtures.
@@ -26,7 +27,7 @@ fn python_files() -> Vec<PathBuf> {
         for file in entries {
             let path = file.unwrap().path();
             let lintable =
-                path.extension().is_some_and(|e| e == "py") || manifest_kind(&path).is_some();
+                path.extension().is_some_and(|e| e == "py") || ManifestKind::of(&path).is_some();
             if lintable {
                 files.push(path.strip_prefix(&root).unwrap().to_path_buf());
             }
@@ -38,8 +39,9 @@ fn python_files() -> Vec<PathBuf> {
 
 fn lint_text(path: &Path, text: &str) -> Vec<Diagnostic> {
     let file = SourceFile::new(path.to_path_buf(), text.to_owned());
-    match manifest_kind(path) {
-        Some(kind) => lint_manifest(&file, kind),
+    match ManifestKind::of(path) {
+        Some(ManifestKind::Pyproject) => lint_pyproject(&file),
+        Some(_) => lint_requirements(&file),
         None => python::lint_file(&file),
     }
 }
@@ -130,7 +132,7 @@ fn fix_all(relative: &Path, original: &str) -> String {
         if applied == 0 || next == current {
             break;
         }
-        let parses = match manifest_kind(relative) {
+        let parses = match ManifestKind::of(relative) {
             Some(kind) => python::manifest::parses(&next, kind),
             None => python::parses(&next),
         };

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use cargo_mcp_lint::config::Config;
+use cargo_mcp_lint::lang::Language;
 use cargo_mcp_lint::walk;
 use mcp_migrate_rules::{Family, RULES};
 use mcp_migrate_tests::workspace_root;
@@ -30,11 +31,18 @@ fn fixture_dirs() -> Vec<PathBuf> {
 fn expected(dir: &Path) -> Expectations {
     let targets = walk::path_targets(&[dir.to_path_buf()]).unwrap();
     let mut expected = Expectations::new();
-    for path in targets.rust_files.iter().chain(&targets.manifests) {
-        let marker = if path.extension().is_some_and(|e| e == "rs") {
-            "//~"
-        } else {
-            "#~"
+    for path in targets
+        .rust_files
+        .iter()
+        .chain(&targets.manifests)
+        .chain(&targets.sources)
+        .chain(&targets.package_manifests)
+    {
+        // `//` comments in Rust and TypeScript/JavaScript, `#` in TOML and Python (JSON has no
+        // comments: `package.json` findings are checked by the linter's own tests).
+        let marker = match cargo_mcp_lint::lang::Language::of(path) {
+            Some(Language::Rust | Language::TypeScript) => "//~",
+            _ => "#~",
         };
         let text = std::fs::read_to_string(path).unwrap();
         for (index, line) in text.lines().enumerate() {

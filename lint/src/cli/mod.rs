@@ -343,9 +343,10 @@ fn list_rules(out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-/// Finds the configuration: `--config`, else the nearest `mcp-lint.toml` or
-/// `[workspace.metadata.mcp-lint]` from the workspace root (or the working directory) upwards;
-/// plus `[package.metadata.mcp-lint]` of every package whose files are linted.
+/// Finds the configuration: `--config`, else the nearest `mcp-lint.toml`,
+/// `[workspace.metadata.mcp-lint]` or `pyproject.toml` `[tool.mcp-lint]` from the workspace root
+/// (or the working directory) upwards; plus `[package.metadata.mcp-lint]` of every package whose
+/// files are linted, and `[tool.mcp-lint]` of every `pyproject.toml` the walk found.
 fn load_config(
     args: &Args,
     targets: &walk::Targets,
@@ -377,6 +378,14 @@ fn load_config(
             packages.push(layer);
         }
     }
+    for manifest in &targets.package_manifests {
+        if crate::lang::ManifestKind::of(manifest) == Some(crate::lang::ManifestKind::Pyproject) {
+            let text = targets.manifest_texts.get(manifest).map(String::as_str);
+            if let Some(layer) = Layer::from_pyproject_text(manifest, text)? {
+                packages.push(layer);
+            }
+        }
+    }
     Ok(Config::new(root, packages, cli_levels))
 }
 
@@ -393,6 +402,12 @@ fn find_root_layer(start: &Path) -> Result<Option<Layer>, Box<ConfigError>> {
             let text = std::fs::read_to_string(&manifest).unwrap_or_default();
             if text.contains("[workspace") {
                 return Layer::from_manifest(&manifest, true);
+            }
+        }
+        let pyproject = dir.join("pyproject.toml");
+        if pyproject.is_file() {
+            if let Some(layer) = Layer::from_pyproject_text(&pyproject, None)? {
+                return Ok(Some(layer));
             }
         }
     }

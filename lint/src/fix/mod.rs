@@ -92,14 +92,47 @@ impl Allowed {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SourceKind {
     Rust,
+    /// `Cargo.toml`.
     Manifest,
+    /// A TypeScript/JavaScript file, parsed as its extension says. Its front-end attaches the
+    /// fixes with the findings.
+    TypeScript(oxc_span::SourceType),
+    /// npm's `package.json` (fixes attached with the findings).
+    PackageJson,
+    /// A Python file (its front-end attaches the fixes with the findings).
+    Python,
+    /// `pyproject.toml` or `requirements*.txt` (fixes attached with the findings).
+    PythonManifest(crate::lang::ManifestKind),
 }
 
-impl From<CommentStyle> for SourceKind {
-    fn from(style: CommentStyle) -> Self {
-        match style {
-            CommentStyle::Slashes => SourceKind::Rust,
-            CommentStyle::Hash => SourceKind::Manifest,
+impl SourceKind {
+    /// The kind of a file of the other front-ends (not Rust, not `Cargo.toml`), from its name;
+    /// `None` for a file no fix is computed for.
+    pub fn of_other(path: &std::path::Path) -> Option<SourceKind> {
+        use crate::lang::{Language, ManifestKind};
+        match (Language::of(path), ManifestKind::of(path)) {
+            (Some(Language::TypeScript), _) => {
+                Some(SourceKind::TypeScript(crate::typescript::source_type(path)))
+            }
+            (_, Some(ManifestKind::PackageJson)) => Some(SourceKind::PackageJson),
+            (Some(Language::Python), _) => Some(SourceKind::Python),
+            (_, Some(kind @ (ManifestKind::Pyproject | ManifestKind::Requirements))) => {
+                Some(SourceKind::PythonManifest(kind))
+            }
+            _ => None,
+        }
+    }
+
+    /// The comment syntax of its suppressions.
+    pub fn comment_style(self) -> CommentStyle {
+        use crate::lang::{Language, ManifestKind};
+        match self {
+            SourceKind::Rust => Language::Rust.comment_style(),
+            SourceKind::Manifest => CommentStyle::Hash,
+            SourceKind::TypeScript(_) => Language::TypeScript.comment_style(),
+            SourceKind::PackageJson => ManifestKind::PackageJson.comment_style(),
+            SourceKind::Python => Language::Python.comment_style(),
+            SourceKind::PythonManifest(kind) => kind.comment_style(),
         }
     }
 }
@@ -138,6 +171,11 @@ pub fn attach_parsed(
                 }
             }
         }
+        // The front-end attached them, from the tree it walked.
+        SourceKind::TypeScript(_)
+        | SourceKind::PackageJson
+        | SourceKind::Python
+        | SourceKind::PythonManifest(_) => {}
     }
 }
 
@@ -237,6 +275,10 @@ pub fn parses(text: &str, kind: SourceKind) -> bool {
     match kind {
         SourceKind::Rust => syn::parse_file(text).is_ok(),
         SourceKind::Manifest => text.parse::<toml_edit::DocumentMut>().is_ok(),
+        SourceKind::TypeScript(source_type) => crate::typescript::parses(text, source_type),
+        SourceKind::PackageJson => serde_json::from_str::<serde_json::Value>(text).is_ok(),
+        SourceKind::Python => crate::python::parses(text),
+        SourceKind::PythonManifest(kind) => crate::python::manifest::parses(text, kind),
     }
 }
 

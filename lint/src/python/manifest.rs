@@ -4,7 +4,6 @@
 //! checked in the published 3.0.0 and 3.4.11 metadata; 4.0.0 requires `mcp>=2.0,<3`), is
 //! `legacy-sdk-version`, with an unsafe fix that rewrites the version part of that requirement.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use mcp_migrate_rules::RuleId;
@@ -12,25 +11,7 @@ use toml_edit::{ImDocument, Item, Value};
 
 use crate::diagnostic::{ByteSpan, Diagnostic, SourceFile};
 use crate::fix::{Applicability, Edit, Fix};
-
-/// The Python manifests this module reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ManifestKind {
-    Pyproject,
-    Requirements,
-}
-
-/// Which kind of Python manifest `path` is, if any: `pyproject.toml`, `requirements*.txt`.
-pub fn manifest_kind(path: &Path) -> Option<ManifestKind> {
-    let name = path.file_name()?.to_str()?;
-    if name == "pyproject.toml" {
-        Some(ManifestKind::Pyproject)
-    } else if name.starts_with("requirements") && name.ends_with(".txt") {
-        Some(ManifestKind::Requirements)
-    } else {
-        None
-    }
-}
+pub use crate::lang::ManifestKind;
 
 /// A Python SDK package and the first major release that speaks MCP 2026-07-28.
 struct Package {
@@ -63,13 +44,9 @@ fn package(name: &str) -> Option<&'static Package> {
     PACKAGES.iter().find(|package| package.name == normalised)
 }
 
-/// The findings of one Python manifest. A `pyproject.toml` that is not valid TOML is
-/// `unparsable-file`; a requirements line that is not a requirement is skipped.
-pub fn lint_manifest(file: &Arc<SourceFile>, kind: ManifestKind) -> Vec<Diagnostic> {
-    match kind {
-        ManifestKind::Requirements => lint_requirements(file),
-        ManifestKind::Pyproject => lint_pyproject(file),
-    }
+/// The byte pre-filter: a manifest that never spells `mcp` declares no SDK.
+pub fn may_match(bytes: &[u8]) -> bool {
+    memchr::memmem::find(bytes, b"mcp").is_some() || memchr::memmem::find(bytes, b"MCP").is_some()
 }
 
 /// Whether a fixed manifest is still well-formed (TOML for `pyproject.toml`; any text is a
@@ -77,11 +54,12 @@ pub fn lint_manifest(file: &Arc<SourceFile>, kind: ManifestKind) -> Vec<Diagnost
 pub fn parses(text: &str, kind: ManifestKind) -> bool {
     match kind {
         ManifestKind::Pyproject => text.parse::<toml_edit::DocumentMut>().is_ok(),
-        ManifestKind::Requirements => true,
+        ManifestKind::Requirements | ManifestKind::PackageJson => true,
     }
 }
 
-fn lint_requirements(file: &Arc<SourceFile>) -> Vec<Diagnostic> {
+/// The findings of a `requirements*.txt`: a line that is not a requirement is skipped.
+pub fn lint_requirements(file: &Arc<SourceFile>) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let mut offset = 0;
     for line in file.text.split_inclusive('\n') {
@@ -112,7 +90,8 @@ fn lint_requirements(file: &Arc<SourceFile>) -> Vec<Diagnostic> {
     out
 }
 
-fn lint_pyproject(file: &Arc<SourceFile>) -> Vec<Diagnostic> {
+/// The findings of a `pyproject.toml`; one that is not valid TOML is `unparsable-file`.
+pub fn lint_pyproject(file: &Arc<SourceFile>) -> Vec<Diagnostic> {
     let document = match ImDocument::parse(file.text.as_str()) {
         Ok(document) => document,
         Err(error) => {
@@ -367,8 +346,11 @@ mod tests {
 
     fn lint(name: &str, text: &str) -> Vec<(String, String)> {
         let file = SourceFile::new(name.into(), text.to_owned());
-        let kind = manifest_kind(Path::new(name)).unwrap();
-        lint_manifest(&file, kind)
+        let diagnostics = match ManifestKind::of(std::path::Path::new(name)).unwrap() {
+            ManifestKind::Pyproject => lint_pyproject(&file),
+            _ => lint_requirements(&file),
+        };
+        diagnostics
             .iter()
             .map(|d| {
                 assert_eq!(d.rule, RuleId::LegacySdkVersion);
@@ -451,35 +433,21 @@ mcp = ">=2.3"
     fn the_fixes_leave_a_valid_manifest_with_no_finding() {
         let text = "[project]\ndependencies = [\"mcp<2\"]\n[tool.poetry.dependencies]\nmcp = {version = \"^1.2\"}\n";
         let file = SourceFile::new("pyproject.toml".into(), text.to_owned());
-        let diagnostics = lint_manifest(&file, ManifestKind::Pyproject);
+        let diagnostics = lint_pyproject(&file);
         assert_eq!(diagnostics.len(), 2);
         let (fixed, applied) =
             crate::fix::apply(text, diagnostics.iter().filter_map(|d| d.fix.as_ref()));
         assert_eq!(applied, 2);
         assert!(parses(&fixed, ManifestKind::Pyproject));
         let again = SourceFile::new("pyproject.toml".into(), fixed);
-        assert!(lint_manifest(&again, ManifestKind::Pyproject).is_empty());
+        assert!(lint_pyproject(&again).is_empty());
     }
 
     #[test]
     fn invalid_toml_is_unparsable() {
         let file = SourceFile::new("pyproject.toml".into(), "[project\n".into());
-        let diagnostics = lint_manifest(&file, ManifestKind::Pyproject);
+        let diagnostics = lint_pyproject(&file);
         assert_eq!(diagnostics.len(), 1);
         assert_eq!(diagnostics[0].rule, RuleId::UnparsableFile);
-    }
-
-    #[test]
-    fn only_python_manifest_names_are_recognised() {
-        assert_eq!(
-            manifest_kind(Path::new("a/pyproject.toml")),
-            Some(ManifestKind::Pyproject)
-        );
-        assert_eq!(
-            manifest_kind(Path::new("requirements.txt")),
-            Some(ManifestKind::Requirements)
-        );
-        assert_eq!(manifest_kind(Path::new("Cargo.toml")), None);
-        assert_eq!(manifest_kind(Path::new("requirements.in")), None);
     }
 }

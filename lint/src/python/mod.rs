@@ -31,6 +31,42 @@ pub fn lint_file(file: &Arc<SourceFile>) -> Vec<Diagnostic> {
     }
 }
 
+/// The words without one of which a Python file has nothing to report: every finding names the
+/// SDK's package (`mcp`, also in `fastmcp`) or a JSON-RPC method / `include_context` spelling.
+const TRIGGERS: &[&str] = &[
+    "mcp",
+    "include_context",
+    "includeContext",
+    "notifications/",
+    "sampling/",
+    "roots/",
+    "elicitation/",
+    "resources/",
+    "logging/",
+];
+
+/// The byte pre-filter of the common dispatch: `false` when the file cannot have a finding.
+pub fn may_match(bytes: &[u8]) -> bool {
+    TRIGGERS
+        .iter()
+        .any(|word| memchr::memmem::find(bytes, word.as_bytes()).is_some())
+}
+
+/// The comments of a Python file as its tokenizer finds them (`#` inside a string is no
+/// comment): byte ranges from the `#` to the line end, for the suppressions.
+pub fn comments(text: &str) -> Vec<(usize, usize)> {
+    use ruff_python_ast::token::TokenKind;
+    use ruff_text_size::Ranged;
+    let parsed =
+        ruff_python_parser::parse_unchecked_source(text, ruff_python_ast::PySourceType::Python);
+    parsed
+        .tokens()
+        .iter()
+        .filter(|token| token.kind() == TokenKind::Comment)
+        .map(|token| (token.start().to_usize(), token.end().to_usize()))
+        .collect()
+}
+
 /// Whether `text` still parses as Python (checked before a fixed file is written).
 pub fn parses(text: &str) -> bool {
     ruff_python_parser::parse_module(text).is_ok()

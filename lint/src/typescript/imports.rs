@@ -1,0 +1,1 @@
+//! The names a file takes from the 1.x SDK.

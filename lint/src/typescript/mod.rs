@@ -1,0 +1,113 @@
+//! The TypeScript/JavaScript front-end: parse with oxc, resolve the names the file takes from
+//! `@modelcontextprotocol/sdk` ([`imports`]), walk the tree once ([`analyzer`]). npm manifests
+//! are [`package_json`]. What is resolved and what is not: `docs/lint/typescript.md`.
+
+mod analyzer;
+mod imports;
+pub mod package_json;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use mcp_migrate_rules::RuleId;
+use oxc_allocator::Allocator;
+use oxc_parser::Parser;
+use oxc_span::SourceType;
+
+use crate::diagnostic::{ByteSpan, Diagnostic, SourceFile};
+
+/// The words without which a file has nothing to report: the SDK's package name, the names and
+/// method strings the rules look for, and the suppression marker. A file that spells none of
+/// them is not parsed (with the pre-filter on).
+const TRIGGERS: &[&str] = &[
+    "modelcontextprotocol",
+    "elicitInput",
+    "sendLoggingMessage",
+    "createElicitationCompletionNotifier",
+    "SSEServerTransport",
+    "SSEClientTransport",
+    "sampling/createMessage",
+    "elicitation/",
+    "roots/list",
+    "notifications/message",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "includeContext",
+    "32042",
+    "mcp-lint:",
+];
+
+/// Whether a file may report anything (see [`TRIGGERS`]).
+pub fn may_match(bytes: &[u8]) -> bool {
+    static FINDER: std::sync::LazyLock<aho_corasick::AhoCorasick> =
+        std::sync::LazyLock::new(|| {
+            aho_corasick::AhoCorasick::new(TRIGGERS).expect("the trigger words build a searcher")
+        });
+    FINDER.is_match(bytes)
+}
+
+/// How oxc parses a file of this name: TypeScript or JavaScript, module or CommonJS, JSX or not.
+pub fn source_type(path: &Path) -> SourceType {
+    SourceType::from_path(path).unwrap_or_else(|_| SourceType::ts())
+}
+
+/// Lints one TypeScript or JavaScript file. A syntax error becomes an `unparsable-file` finding
+/// with oxc's message and position.
+pub fn lint_file(file: &Arc<SourceFile>) -> Vec<Diagnostic> {
+    let allocator = Allocator::default();
+    let parsed = Parser::new(&allocator, &file.text, source_type(&file.path)).parse();
+    if let Some(error) = parsed.diagnostics.first() {
+        let offset = error
+            .labels
+            .first()
+            .map_or(0, |label| label.offset() as usize);
+        return vec![syntax_error_at(file, offset, &error.message)];
+    }
+    if parsed.panicked {
+        return vec![syntax_error_at(file, 0, "the parser gave up on this file")];
+    }
+    analyzer::lint_program(file, &parsed.program)
+}
+
+/// Whether `text` parses without error (the check after fixing).
+pub fn parses(text: &str, source_type: SourceType) -> bool {
+    let allocator = Allocator::default();
+    let parsed = Parser::new(&allocator, text, source_type).parse();
+    !parsed.panicked && parsed.diagnostics.is_empty()
+}
+
+/// The comments of a file, as `(start, end)` byte ranges with their delimiters (for
+/// suppressions): those the parser found, so `//` inside strings, template literals and regular
+/// expressions never counts.
+pub fn comments(path: &Path, text: &str) -> Vec<(usize, usize)> {
+    let allocator = Allocator::default();
+    let parsed = Parser::new(&allocator, text, source_type(path)).parse();
+    parsed
+        .program
+        .comments
+        .iter()
+        .map(|comment| (comment.span.start as usize, comment.span.end as usize))
+        .collect()
+}
+
+fn syntax_error_at(file: &Arc<SourceFile>, offset: usize, message: &str) -> Diagnostic {
+    let offset = offset.min(file.text.len());
+    let end = file.text[offset..]
+        .chars()
+        .next()
+        .map_or(offset, |ch| offset + ch.len_utf8());
+    Diagnostic {
+        rule: RuleId::UnparsableFile,
+        severity: RuleId::UnparsableFile.rule().default_severity,
+        file: file.clone(),
+        span: ByteSpan::new(offset, end),
+        message: format!("could not parse this file as TypeScript/JavaScript: {message}"),
+        help: Some(
+            "`tsc --noEmit` (or `node --check`) shows the error; nothing else in this file was linted"
+                .into(),
+        ),
+        label: Some("syntax error".into()),
+        fix: None,
+    }
+}
