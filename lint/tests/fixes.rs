@@ -13,16 +13,26 @@ use support::{lint_in, text, workspace_root};
 const FIXED: &[(&str, &[&str])] = &[
     (
         "deprecated-include-context",
-        &["src/positive.rs", "Cargo.toml"],
+        &["src/positive.rs", "Cargo.toml", "python/positive.py"],
     ),
     ("deprecated-logging", &["src/positive.rs", "Cargo.toml"]),
-    ("legacy-sdk-version", &["Cargo.toml"]),
+    (
+        "legacy-sdk-version",
+        &[
+            "Cargo.toml",
+            "python/pyproject.toml",
+            "python/requirements.txt",
+        ],
+    ),
     // Display-only: the -32042 rewrite is shown, never applied (the `.fixed` file is unchanged).
     (
         "server-initiated-request",
         &["Cargo.toml", "src/positive_background.rs"],
     ),
-    ("unused-suppression", &["src/positive.rs"]),
+    (
+        "unused-suppression",
+        &["src/positive.rs", "python/positive.py"],
+    ),
 ];
 
 /// Copies a fixture directory into a fresh temporary directory.
@@ -47,10 +57,11 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 fn parses(path: &Path, text: &str) -> bool {
-    if path.extension().is_some_and(|e| e == "rs") {
-        syn::parse_file(text).is_ok()
-    } else {
-        text.parse::<toml_edit::DocumentMut>().is_ok()
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("rs") => syn::parse_file(text).is_ok(),
+        Some("py") => cargo_mcp_lint::python::parses(text),
+        Some("txt") => true,
+        _ => text.parse::<toml_edit::DocumentMut>().is_ok(),
     }
 }
 
@@ -199,13 +210,14 @@ fn json_and_sarif_carry_the_fix_and_its_applicability() {
         .filter(|d| d["name"] == "deprecated-include-context" && !d["fix"].is_null())
         .map(|d| &d["fix"])
         .collect();
-    // Three expressions and two JSON literals; the two `match` patterns have no fix.
-    assert_eq!(fixes.len(), 5, "{fixes:#?}");
+    // Rust: three expressions and two JSON literals (the two `match` patterns have no fix);
+    // Python: a keyword argument and a dict value, in their own quotes.
+    assert_eq!(fixes.len(), 7, "{fixes:#?}");
     for fix in &fixes {
         assert_eq!(fix["applicability"], "unsafe");
         let edit = &fix["edits"][0];
         assert!(
-            edit["content"] == "None" || edit["content"] == "\"none\"",
+            ["None", "\"none\"", "'none'"].contains(&edit["content"].as_str().unwrap()),
             "{edit}"
         );
         assert!(edit["line"].as_u64().unwrap() > 0 && edit["end_column"].as_u64().unwrap() > 0);

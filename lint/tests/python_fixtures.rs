@@ -2,17 +2,19 @@
 //! python/`): every `#~ RULE` annotation is reported on its line and nothing else is; the
 //! findings as rendered are an insta snapshot; the fixes turn each file with a `.fixed` file
 //! beside it into exactly that text (regenerate with `UPDATE_FIXED=1`, then review the diff).
+//! Each file goes through the run's own per-file path (`lint_other_source`: suppressions in `#`
+//! comments, fixes).
 
 mod support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use cargo_mcp_lint::diagnostic::{Diagnostic, SourceFile};
+use cargo_mcp_lint::config::Config;
+use cargo_mcp_lint::diagnostic::Diagnostic;
 use cargo_mcp_lint::fix;
 use cargo_mcp_lint::lang::ManifestKind;
 use cargo_mcp_lint::python;
-use cargo_mcp_lint::python::manifest::{lint_pyproject, lint_requirements};
 use support::workspace_root;
 
 /// Every file of the fixtures' `python/` folders, sorted, as paths relative to the fixtures.
@@ -37,13 +39,9 @@ fn python_files() -> Vec<PathBuf> {
     files
 }
 
+/// The file's findings as a run reports them: suppressions applied, fixes attached.
 fn lint_text(path: &Path, text: &str) -> Vec<Diagnostic> {
-    let file = SourceFile::new(path.to_path_buf(), text.to_owned());
-    match ManifestKind::of(path) {
-        Some(ManifestKind::Pyproject) => lint_pyproject(&file),
-        Some(_) => lint_requirements(&file),
-        None => python::lint_file(&file),
-    }
+    cargo_mcp_lint::lint_other_source(path, path, text.to_owned(), &Config::default())
 }
 
 fn lint(relative: &Path) -> Vec<Diagnostic> {
