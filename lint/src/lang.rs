@@ -19,7 +19,7 @@ pub struct FrontEnd {
     pub lint_file: fn(&Arc<SourceFile>) -> Vec<Diagnostic>,
 }
 
-/// A source language with a front-end (or, for Python, one on the way).
+/// A source language with a front-end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Language {
     Rust,
