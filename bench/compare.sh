@@ -3,7 +3,8 @@
 # shell), and prints each one's wall and CPU time against ripgrep's. For comparing builds of the
 # linter (e.g. before/after a change) under the same machine load. Needs bench/work/tree and
 # bench/work/triggers.txt (bash bench/run.sh --quick prepares both); TREE=DIR times another tree
-# (bench/lint-real-projects.sh uses it for the real-project corpus).
+# (bench/lint-real-projects.sh uses it for the real-project corpus); GLOBS='-g *.ts ...' sets
+# ripgrep's file globs (default: the Rust sources and manifests).
 #
 # Usage: bash bench/compare.sh BINARY...   (paths to cargo-mcp-lint binaries)
 # Environment: RUNS (default 20), WARMUP (default 2), THREADS=1 to also sample each command with
@@ -17,6 +18,7 @@ WORK=bench/work
 TREE=${TREE:-$WORK/tree}
 RUNS=${RUNS:-20}
 WARMUP=${WARMUP:-2}
+GLOBS=${GLOBS:-"-g *.rs -g Cargo.toml"}
 [ $# -gt 0 ] || { echo "usage: bash bench/compare.sh BINARY..." >&2; exit 2; }
 for needed in "$TREE" "$WORK/triggers.txt" "$@"; do
     [ -e "$needed" ] || { echo "error: $needed is missing (bash bench/run.sh --quick first)" >&2; exit 1; }
@@ -29,7 +31,7 @@ echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 hyperfine -N --warmup "$WARMUP" --runs "$RUNS" \
     --export-json "$WORK/compare.json" --export-markdown "$WORK/compare.md" \
     "${args[@]}" \
-    -n "ripgrep (trigger words)" "rg -c -F -g *.rs -g Cargo.toml -f $WORK/triggers.txt $TREE"
+    -n "ripgrep (trigger words)" "rg -c -F $GLOBS -f $WORK/triggers.txt $TREE"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$WORK/compare.json" <<'PY'
 import json, math, sys

@@ -258,10 +258,14 @@ fn normalised_lines(file: &SourceFile, span: ByteSpan) -> String {
 }
 
 /// The path of named items around `span` in a Rust file (`mod a::impl X for Y::fn f`); for a
-/// manifest, the table header above it. Empty when there is none or the file does not parse.
+/// TOML manifest, the table header above it. Empty when there is none, when the file does not
+/// parse, and for the other languages (their fingerprint is the rule and the lines).
 fn enclosing_item(file: &SourceFile, span: ByteSpan) -> String {
     let is_rust = file.path.extension().is_some_and(|e| e == "rs");
     if !is_rust {
+        if file.path.extension().is_none_or(|e| e != "toml") {
+            return String::new();
+        }
         return file.text[..span.start.min(file.text.len())]
             .lines()
             .rev()

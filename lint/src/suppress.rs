@@ -209,7 +209,13 @@ fn parse(file: &Arc<SourceFile>, style: CommentStyle) -> (Vec<Suppression>, Vec<
         let span = ByteSpan::new(start, start + comment.trim_end().len());
         let (line, _) = file.line_column(start);
         let index = line - 1;
-        let own_line = file.text[file.offset(line, 0)..start].trim().is_empty();
+        // A block comment followed by code on its line shares that line with the code.
+        let comment_end = start + comment.len();
+        let rest_of_line = &file.text[comment_end..];
+        let code_after = !rest_of_line[..rest_of_line.find('\n').unwrap_or(rest_of_line.len())]
+            .trim()
+            .is_empty();
+        let own_line = file.text[file.offset(line, 0)..start].trim().is_empty() && !code_after;
         let target_line = if own_line {
             next_code_line(&lines, index, opener)
         } else {

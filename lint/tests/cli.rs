@@ -431,3 +431,54 @@ fn suppression_markers_inside_strings_and_doc_comments_are_not_directives() {
         stdout(&output)
     );
 }
+
+/// Every output format renders a TypeScript file's findings (positions, rule, fix).
+#[test]
+fn every_format_renders_typescript_findings() {
+    const TS_FILE: &str = "tests/fixtures/lint/typescript/deprecated-include-context/positive.ts";
+    let concise = lint(&["--format", "concise", TS_FILE]);
+    assert_eq!(concise.status.code(), Some(1), "{}", stderr(&concise));
+    assert!(stdout(&concise).contains(&format!(
+        "{TS_FILE}:9:21: warning[MCP104 deprecated-include-context]"
+    )));
+    assert!(stdout(&concise).contains(&format!(
+        "{TS_FILE}:11:24: error[MCP201 server-initiated-request]"
+    )));
+
+    let full = lint(&["--color", "never", TS_FILE]);
+    let text = stdout(&full);
+    assert!(
+        text.contains("includeContext: \"allServers\" as const"),
+        "{text}"
+    );
+    assert!(
+        text.contains("(unsafe fix, `--fix --unsafe-fixes`)"),
+        "{text}"
+    );
+
+    let json = lint(&["--format", "json", TS_FILE]);
+    let document: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
+    let diagnostics = document["diagnostics"].as_array().unwrap();
+    let include = diagnostics
+        .iter()
+        .find(|d| d["name"] == "deprecated-include-context")
+        .unwrap();
+    assert_eq!(include["path"], TS_FILE);
+    assert_eq!(
+        (include["line"].as_u64(), include["column"].as_u64()),
+        (Some(9), Some(21))
+    );
+    assert_eq!(include["fix"]["applicability"], "unsafe");
+
+    let sarif = lint(&["--format", "sarif", TS_FILE]);
+    let sarif: serde_json::Value = serde_json::from_str(&stdout(&sarif)).unwrap();
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), diagnostics.len());
+    assert!(results.iter().any(|r| r["ruleId"] == "MCP104"
+        && r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == TS_FILE));
+
+    let github = lint(&["--format", "github", TS_FILE]);
+    assert!(stdout(&github).lines().any(|line| line
+        .starts_with(&format!("::warning file={TS_FILE},line=9,"))
+        && line.contains("title=MCP104")));
+}

@@ -13,26 +13,28 @@ use support::{lint_in, text, workspace_root};
 const FIXED: &[(&str, &[&str])] = &[
     (
         "deprecated-include-context",
-        &["src/positive.rs", "Cargo.toml", "python/positive.py"],
+        &["src/positive.rs", "Cargo.toml"],
     ),
     ("deprecated-logging", &["src/positive.rs", "Cargo.toml"]),
-    (
-        "legacy-sdk-version",
-        &[
-            "Cargo.toml",
-            "python/pyproject.toml",
-            "python/requirements.txt",
-        ],
-    ),
+    ("legacy-sdk-version", &["Cargo.toml"]),
     // Display-only: the -32042 rewrite is shown, never applied (the `.fixed` file is unchanged).
     (
         "server-initiated-request",
         &["Cargo.toml", "src/positive_background.rs"],
     ),
+    ("unused-suppression", &["src/positive.rs"]),
+    // TypeScript/JavaScript: the front-end's own fixes, and package.json's SDK move.
+    ("typescript/deprecated-include-context", &["positive.ts"]),
+    ("typescript/deprecated-logging", &["positive.ts"]),
+    ("typescript/legacy-sdk-version", &["package.json"]),
+    ("typescript/unused-suppression", &["positive.ts"]),
+    // Python: the include_context fix, the SDK bumps, an unused `#` suppression.
+    ("python/deprecated-include-context", &["positive.py"]),
     (
-        "unused-suppression",
-        &["src/positive.rs", "python/positive.py"],
+        "python/legacy-sdk-version",
+        &["pyproject.toml", "requirements.txt"],
     ),
+    ("python/unused-suppression", &["positive.py"]),
 ];
 
 /// Copies a fixture directory into a fresh temporary directory.
@@ -57,11 +59,12 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 fn parses(path: &Path, text: &str) -> bool {
-    match path.extension().and_then(|e| e.to_str()) {
-        Some("rs") => syn::parse_file(text).is_ok(),
-        Some("py") => cargo_mcp_lint::python::parses(text),
-        Some("txt") => true,
-        _ => text.parse::<toml_edit::DocumentMut>().is_ok(),
+    if path.extension().is_some_and(|e| e == "rs") {
+        syn::parse_file(text).is_ok()
+    } else if let Some(kind) = cargo_mcp_lint::fix::SourceKind::of_other(path) {
+        cargo_mcp_lint::fix::parses(text, kind)
+    } else {
+        text.parse::<toml_edit::DocumentMut>().is_ok()
     }
 }
 
@@ -200,6 +203,7 @@ fn json_and_sarif_carry_the_fix_and_its_applicability() {
             "json",
             "--exit-zero",
             "tests/fixtures/lint/deprecated-include-context",
+            "tests/fixtures/lint/python/deprecated-include-context",
         ],
     );
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();

@@ -1,6 +1,6 @@
-//! The Python front-end on the rule fixtures' `python/` folders (`tests/fixtures/lint/<rule>/
-//! python/`): every `#~ RULE` annotation is reported on its line and nothing else is; the
-//! findings as rendered are an insta snapshot; the fixes turn each file with a `.fixed` file
+//! The Python front-end on the Python rule fixtures (`tests/fixtures/lint/python/<rule>/`):
+//! every `#~ RULE` annotation is reported on its line and nothing else is; the findings as
+//! rendered are an insta snapshot; the fixes turn each file with a `.fixed` file
 //! beside it into exactly that text (regenerate with `UPDATE_FIXED=1`, then review the diff).
 //! Each file goes through the run's own per-file path (`lint_other_source`: suppressions in `#`
 //! comments, fixes).
@@ -17,12 +17,13 @@ use cargo_mcp_lint::lang::ManifestKind;
 use cargo_mcp_lint::python;
 use support::workspace_root;
 
-/// Every file of the fixtures' `python/` folders, sorted, as paths relative to the fixtures.
+/// Every file of the Python fixtures (`tests/fixtures/lint/python/<rule>/`), sorted, as paths
+/// relative to the fixtures.
 fn python_files() -> Vec<PathBuf> {
     let root = workspace_root().join("tests/fixtures/lint");
     let mut files = Vec::new();
-    for entry in std::fs::read_dir(&root).unwrap() {
-        let dir = entry.unwrap().path().join("python");
+    for entry in std::fs::read_dir(root.join("python")).unwrap() {
+        let dir = entry.unwrap().path();
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };

@@ -1,6 +1,8 @@
 //! `cargo mcp-lint` on real MCP projects: the corpus of `tests/corpus/crates.txt` (public servers,
 //! gateways and clients on rmcp before 3.x, fetched from crates.io at pinned versions by
-//! `tests/corpus/fetch.sh`) against the hand-checked `tests/corpus/ground-truth.txt`.
+//! `tests/corpus/fetch.sh`) against the hand-checked `tests/corpus/ground-truth.txt`; and the
+//! TypeScript/JavaScript corpus of `tests/corpus/typescript/` (npm packages, `packages.txt`,
+//! fetched by its `fetch.sh` with `npm pack`) against its own `ground-truth.txt`.
 //!
 //! Prints recall and precision (`-- --nocapture`), per rule and in total, and every miss and
 //! unexpected finding; fails below recall 0.95 or precision 0.97, when a `forbid` look-alike is
@@ -36,8 +38,32 @@ struct Entry {
 
 type Finding = (String, usize, String);
 
-fn ground_truth() -> Vec<Entry> {
-    let file = workspace_root().join("tests/corpus/ground-truth.txt");
+/// One real-project corpus: where its files, fetch script and ground truth are.
+struct Corpus {
+    name: &'static str,
+    /// Relative to the workspace root.
+    fetch_script: &'static str,
+    ground_truth: &'static str,
+    /// The directory below the test target's temporary directory it is fetched into.
+    cache: &'static str,
+}
+
+const RUST: Corpus = Corpus {
+    name: "real-project corpus",
+    fetch_script: "tests/corpus/fetch.sh",
+    ground_truth: "tests/corpus/ground-truth.txt",
+    cache: "lint-corpus",
+};
+
+const TYPESCRIPT: Corpus = Corpus {
+    name: "TypeScript/JavaScript corpus",
+    fetch_script: "tests/corpus/typescript/fetch.sh",
+    ground_truth: "tests/corpus/typescript/ground-truth.txt",
+    cache: "lint-corpus-typescript",
+};
+
+fn ground_truth(corpus: &Corpus) -> Vec<Entry> {
+    let file = workspace_root().join(corpus.ground_truth);
     let text = std::fs::read_to_string(&file).unwrap();
     let mut entries = Vec::new();
     for (number, line) in text.lines().enumerate() {
@@ -72,29 +98,25 @@ fn ground_truth() -> Vec<Entry> {
     entries
 }
 
-/// The corpus, fetched once into the target directory (kept between runs; the tests of this
-/// binary share one fetch).
-fn corpus() -> PathBuf {
-    static CORPUS: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    CORPUS
-        .get_or_init(|| {
-            let dest = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lint-corpus");
-            let status = Command::new("bash")
-                .arg(workspace_root().join("tests/corpus/fetch.sh"))
-                .arg(&dest)
-                .status()
-                .expect("bash runs");
-            assert!(status.success(), "tests/corpus/fetch.sh failed");
-            dest
-        })
-        .clone()
+/// The corpus, fetched into the target directory (kept between runs; its fetch script takes a
+/// lock and skips what is there already, so the tests of this binary may both ask for it).
+fn fetch(corpus: &Corpus) -> PathBuf {
+    let dest = Path::new(env!("CARGO_TARGET_TMPDIR")).join(corpus.cache);
+    let status = Command::new("bash")
+        .arg(workspace_root().join(corpus.fetch_script))
+        .arg(&dest)
+        .status()
+        .expect("bash runs");
+    assert!(status.success(), "{} failed", corpus.fetch_script);
+    dest
 }
 
-/// The linter's findings on the corpus; with `MCP_LINT_CORPUS_FINDINGS=FILE`, those of another
-/// build instead, read from its `--format concise` output (run from the corpus directory), to
-/// score it against the same ground truth.
-fn findings(corpus: &Path) -> BTreeSet<Finding> {
-    if let Ok(file) = std::env::var("MCP_LINT_CORPUS_FINDINGS") {
+/// The linter's findings on the corpus; with `MCP_LINT_CORPUS_FINDINGS=FILE` (the Rust corpus)
+/// or `MCP_LINT_TS_CORPUS_FINDINGS=FILE` (the TypeScript one), those of another build instead,
+/// read from its `--format concise` output (run from the corpus directory), to score it against
+/// the same ground truth.
+fn findings(corpus: &Path, override_variable: &str) -> BTreeSet<Finding> {
+    if let Ok(file) = std::env::var(override_variable) {
         return concise_findings(&std::fs::read_to_string(&file).unwrap());
     }
     let targets = walk::path_targets(&[corpus.to_path_buf()]).unwrap();
@@ -150,8 +172,17 @@ fn ratio(part: usize, whole: usize) -> f64 {
 
 #[test]
 fn real_projects_recall_and_precision() {
-    let corpus = corpus();
-    let truth = ground_truth();
+    score(&RUST, "MCP_LINT_CORPUS_FINDINGS");
+}
+
+#[test]
+fn typescript_projects_recall_and_precision() {
+    score(&TYPESCRIPT, "MCP_LINT_TS_CORPUS_FINDINGS");
+}
+
+fn score(which: &Corpus, override_variable: &str) {
+    let corpus = fetch(which);
+    let truth = ground_truth(which);
     // Each entry still points at the line it was written for.
     for entry in &truth {
         let file = corpus.join(&entry.path);
@@ -185,7 +216,7 @@ fn real_projects_recall_and_precision() {
                 && (e.rule == "*" || e.rule == finding.2)
         })
     };
-    let reported = findings(&corpus);
+    let reported = findings(&corpus, override_variable);
     let counted: BTreeSet<&Finding> = reported.iter().filter(|f| !accepted.contains(f)).collect();
     let hits: BTreeSet<&Finding> = counted
         .iter()
@@ -212,7 +243,8 @@ fn real_projects_recall_and_precision() {
     let recall = ratio(hits.len(), expected.len());
     let precision = ratio(hits.len(), counted.len());
     println!(
-        "real-project corpus: {} expected, {} reported ({} accepted either way), {} found, {} missed, {} unexpected",
+        "{}: {} expected, {} reported ({} accepted either way), {} found, {} missed, {} unexpected",
+        which.name,
         expected.len(),
         reported.len(),
         reported.len() - counted.len(),
@@ -260,8 +292,11 @@ fn real_projects_recall_and_precision() {
 /// those of a full parse of every file.
 #[test]
 fn prefilters_change_no_finding() {
-    let corpus = corpus();
-    for dir in [corpus, workspace_root().join("tests/fixtures/lint")] {
+    for dir in [
+        fetch(&RUST),
+        fetch(&TYPESCRIPT),
+        workspace_root().join("tests/fixtures/lint"),
+    ] {
         let targets = walk::path_targets(std::slice::from_ref(&dir)).unwrap();
         let render = |use_prefilter: bool| -> Vec<String> {
             let outcome = cargo_mcp_lint::lint(&targets, &Config::default(), use_prefilter);

@@ -38,8 +38,23 @@ fn expected(dir: &Path) -> Expectations {
         .chain(&targets.sources)
         .chain(&targets.package_manifests)
     {
-        // `//` comments in Rust and TypeScript/JavaScript, `#` in TOML and Python (JSON has no
-        // comments: `package.json` findings are checked by the linter's own tests).
+        // JSON has no comments: `package.json`'s annotations are `LINE RULE [RULE...]` lines of
+        // `package.json.expected` beside it.
+        if path.extension().is_some_and(|e| e == "json") {
+            let sidecar = path.with_extension("json.expected");
+            let text = std::fs::read_to_string(&sidecar).unwrap_or_default();
+            for line in text.lines() {
+                let mut words = line.split_whitespace();
+                let Some(number) = words.next().and_then(|n| n.parse::<usize>().ok()) else {
+                    continue;
+                };
+                let mut rules: Vec<String> = words.map(str::to_owned).collect();
+                rules.sort();
+                expected.insert((path.clone(), number), rules);
+            }
+            continue;
+        }
+        // `//` comments in Rust and TypeScript/JavaScript, `#` in TOML and Python.
         let marker = match cargo_mcp_lint::lang::Language::of(path) {
             Some(Language::Rust | Language::TypeScript) => "//~",
             _ => "#~",

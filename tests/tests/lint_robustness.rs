@@ -1,5 +1,5 @@
 //! The linter never panics, whatever the input: every fixture file cut at many points, with bytes
-//! flipped, and pathological inputs, go through the Rust front-end and the manifest reader.
+//! flipped, and pathological inputs, go through the Rust and TypeScript front-ends and the manifest readers.
 
 use std::path::Path;
 
@@ -104,4 +104,38 @@ fn truncated_manifests_never_panic() {
             }
         }
     }
+}
+
+/// The TypeScript/JavaScript front-end and `package.json` on every TypeScript fixture cut at
+/// many points and with a delimiter swapped: findings or `unparsable-file`, never a panic.
+#[test]
+fn truncated_and_corrupted_typescript_never_panics() {
+    let targets = cargo_mcp_lint::walk::path_targets(&[
+        workspace_root().join("tests/fixtures/lint/typescript")
+    ])
+    .unwrap();
+    let mut linted = 0;
+    for path in targets.sources.iter().chain(&targets.package_manifests) {
+        let lint: fn(&std::sync::Arc<SourceFile>) -> Vec<_> =
+            if path.extension().is_some_and(|e| e == "json") {
+                cargo_mcp_lint::typescript::package_json::lint_file
+            } else {
+                cargo_mcp_lint::typescript::lint_file
+            };
+        let text = std::fs::read_to_string(path).unwrap();
+        let cuts: Vec<usize> = (0..text.len())
+            .step_by(17)
+            .filter(|i| text.is_char_boundary(*i))
+            .collect();
+        for cut in cuts {
+            let _ = lint(&SourceFile::new(path.clone(), text[..cut].to_owned()));
+            let mut corrupted = text.clone();
+            if let Some(position) = corrupted[cut..].find(['(', '{', '[', '"', '`']) {
+                corrupted.replace_range(cut + position..cut + position + 1, "}");
+            }
+            let _ = lint(&SourceFile::new(path.clone(), corrupted));
+            linted += 2;
+        }
+    }
+    assert!(linted > 500, "only {linted} variants linted");
 }

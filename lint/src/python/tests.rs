@@ -445,3 +445,60 @@ fn deep_nesting_and_odd_input_never_crash() {
         let _ = lint_file(&file);
     }
 }
+
+/// Each rule page's Python example (`### Python` of `## Example`) reports its rule, with the
+/// imports the snippet leaves out. A page whose Python section has no code block says the rule is
+/// not checked in Python yet.
+#[test]
+fn every_rule_pages_python_example_reports_its_rule() {
+    const PRELUDE: &str = "from mcp import types\n\
+        from mcp.server.fastmcp import Context, FastMCP\n\
+        from mcp.server.lowlevel import Server\n\
+        from mcp.types import SamplingMessage, TextContent\n\
+        from pydantic import BaseModel\n\
+        mcp = FastMCP(\"example\")\n\
+        server = Server(\"example\")\n\
+        app = server\n";
+    let mut checked = 0;
+    for rule in mcp_migrate_rules::RULES {
+        let Some(start) = rule.docs.find("### Python") else {
+            panic!("{}: no Python example", rule.name);
+        };
+        let rest = &rule.docs[start + "### Python".len()..];
+        let end = [rest.find("\n### "), rest.find("\n## ")]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap();
+        let section = &rest[..end];
+        let Some(open) = section.find("```") else {
+            continue;
+        };
+        let language = section[open + 3..].split_whitespace().next().unwrap();
+        let body_start = open + section[open..].find('\n').unwrap() + 1;
+        let body = &section[body_start..body_start + section[body_start..].find("```").unwrap()];
+        let diagnostics = if language == "text" {
+            let file = SourceFile::new("requirements.txt".into(), body.to_owned());
+            manifest::lint_requirements(&file)
+        } else {
+            assert_eq!(language, "python", "{}", rule.name);
+            let file = SourceFile::new("example.py".into(), format!("{PRELUDE}{body}"));
+            let found = lint_file(&file);
+            crate::suppress::apply(&file, crate::suppress::CommentStyle::Python, found, |_| {
+                true
+            })
+            .kept
+        };
+        assert!(
+            diagnostics.iter().any(|d| d.rule().name == rule.name),
+            "{}: its Python example reports {:?}",
+            rule.name,
+            diagnostics
+                .iter()
+                .map(|d| d.rule().name)
+                .collect::<Vec<_>>()
+        );
+        checked += 1;
+    }
+    assert!(checked >= 14, "only {checked} examples checked");
+}

@@ -1,7 +1,673 @@
-//! The walk.
-use crate::diagnostic::{Diagnostic, SourceFile};
-use oxc_ast::ast::Program;
+//! One walk over a parsed TypeScript/JavaScript file, matching the legacy SDK surface
+//! (`/work`-independent summary in `docs/lint/typescript.md`): calls on the SDK's server objects,
+//! hand-built protocol messages (`method: "sampling/createMessage"` ...), `includeContext`
+//! values, the `logging` capability of a `Server` / `McpServer`, the SSE transport, the URL
+//! elicitation error, and the request handlers of removed flows.
+
 use std::sync::Arc;
-pub(super) fn lint_program(_file: &Arc<SourceFile>, _program: &Program<'_>) -> Vec<Diagnostic> {
-    Vec::new()
+
+use mcp_migrate_rules::{FixAvailability, RuleId};
+use oxc_ast::ast::{
+    Argument, CallExpression, Expression, Function, MethodDefinition, NewExpression,
+    ObjectExpression, ObjectProperty, ObjectPropertyKind, Program, StaticMemberExpression,
+    UnaryExpression, UnaryOperator,
+};
+use oxc_ast_visit::{walk, Visit};
+use oxc_span::{GetSpan, Span};
+use oxc_syntax::scope::ScopeFlags;
+
+use rustc_hash::FxHashSet;
+
+use super::imports::Bindings;
+use crate::diagnostic::{ByteSpan, Diagnostic, SourceFile};
+use crate::fix::{Edit, Fix};
+
+/// Lints a parsed program.
+pub(super) fn lint_program(file: &Arc<SourceFile>, program: &Program<'_>) -> Vec<Diagnostic> {
+    let bindings = Bindings::collect(program);
+    let mut analyzer = Analyzer {
+        file,
+        bindings: &bindings,
+        diagnostics: Vec::new(),
+        input_requests: 0,
+        modern_call: 0,
+        unsent: FxHashSet::default(),
+        function: None,
+    };
+    analyzer.visit_program(program);
+    let mut diagnostics = analyzer.diagnostics;
+    // One finding per rule per position (a call reached twice, e.g. through an optional chain).
+    diagnostics.sort_by_key(|d| (d.span.start, d.rule));
+    diagnostics.dedup_by_key(|d| (d.span.start, d.rule));
+    diagnostics
+}
+
+/// A protocol method string and the rules a hand-built message with it reports: the rule of
+/// the feature, and whether it is a request the server sends and awaits.
+const METHODS: &[(&str, Option<RuleId>, bool)] = &[
+    (
+        "sampling/createMessage",
+        Some(RuleId::DeprecatedSampling),
+        true,
+    ),
+    ("roots/list", Some(RuleId::DeprecatedRoots), true),
+    ("elicitation/create", None, true),
+    (
+        "notifications/roots/list_changed",
+        Some(RuleId::DeprecatedRoots),
+        false,
+    ),
+    (
+        "notifications/message",
+        Some(RuleId::DeprecatedLogging),
+        false,
+    ),
+    ("logging/setLevel", Some(RuleId::DeprecatedLogging), false),
+    (
+        "notifications/elicitation/complete",
+        Some(RuleId::ElicitationCompleteNotification),
+        false,
+    ),
+    (
+        "resources/subscribe",
+        Some(RuleId::LegacyResourceSubscription),
+        false,
+    ),
+    (
+        "resources/unsubscribe",
+        Some(RuleId::LegacyResourceSubscription),
+        false,
+    ),
+];
+
+/// The names JavaScript code gives an SDK server it did not construct (a helper's parameter).
+const SERVER_NAMES: &[&str] = &["server", "mcpServer"];
+
+/// The SDK schemas whose handlers belong to removed or deprecated flows.
+const HANDLER_SCHEMAS: &[(&str, RuleId)] = &[
+    ("SetLevelRequestSchema", RuleId::DeprecatedLogging),
+    (
+        "LoggingMessageNotificationSchema",
+        RuleId::DeprecatedLogging,
+    ),
+    ("SubscribeRequestSchema", RuleId::LegacyResourceSubscription),
+    (
+        "UnsubscribeRequestSchema",
+        RuleId::LegacyResourceSubscription,
+    ),
+    (
+        "RootsListChangedNotificationSchema",
+        RuleId::DeprecatedRoots,
+    ),
+    (
+        "ElicitationCompleteNotificationSchema",
+        RuleId::ElicitationCompleteNotification,
+    ),
+];
+
+struct Analyzer<'f, 'b> {
+    file: &'f Arc<SourceFile>,
+    bindings: &'b Bindings,
+    diagnostics: Vec<Diagnostic>,
+    /// Inside an `inputRequests` value: requests there are MRTR input requests, not sent.
+    input_requests: usize,
+    /// Inside the arguments of a 2026-era call (`ctx.mcpReq.*`, `inputRequired.*`).
+    modern_call: usize,
+    /// The start of each object literal passed straight to a call that sends nothing
+    /// (`seen.push({ method: "roots/list" })` records a method, it does not send one).
+    unsent: FxHashSet<u32>,
+    /// The name of the innermost named function, method or object method being walked.
+    function: Option<String>,
+}
+
+impl Analyzer<'_, '_> {
+    fn report(&mut self, rule: RuleId, span: Span, message: String, help: &str, fix: Option<Fix>) {
+        self.diagnostics.push(Diagnostic {
+            rule,
+            severity: rule.rule().default_severity,
+            file: self.file.clone(),
+            span: byte_span(span),
+            message,
+            help: Some(help.to_owned()),
+            label: Some(rule.rule().name.replace('-', " ")),
+            fix,
+        });
+    }
+
+    /// Whether an expression is one of the SDK's server objects: a binding or `this` field
+    /// holding a `Server` / `McpServer`, or, in a file that uses the SDK, `<anything>.server`
+    /// (`McpServer.server`, `this.server`) and an untyped binding named `server` / `mcpServer`
+    /// (JavaScript helpers that get the server as a parameter).
+    fn is_server(&self, expression: &Expression<'_>) -> bool {
+        match expression.get_inner_expression() {
+            Expression::Identifier(identifier) => {
+                let name = identifier.name.as_str();
+                self.bindings.servers.contains(name)
+                    || (self.bindings.uses_sdk && SERVER_NAMES.contains(&name))
+            }
+            Expression::StaticMemberExpression(member) => {
+                self.is_server_field(&member.object, member.property.name.as_str())
+            }
+            // `this.#server` (a private field).
+            Expression::PrivateFieldExpression(member) => {
+                self.is_server_field(&member.object, member.field.name.as_str())
+            }
+            _ => false,
+        }
+    }
+
+    fn is_server_field(&self, object: &Expression<'_>, field: &str) -> bool {
+        (matches!(object, Expression::ThisExpression(_))
+            && self.bindings.server_fields.contains(field))
+            || (field == "server" && (self.bindings.uses_sdk || self.is_server(object)))
+    }
+
+    /// [`Self::is_server`], or, for the SDK's own method names (`elicitInput`,
+    /// `sendLoggingMessage`, ...), a binding named `server` / `mcpServer` or `<anything>.server`
+    /// in a file that does not import the SDK (a module that gets the server as a parameter).
+    fn is_server_loosely(&self, expression: &Expression<'_>) -> bool {
+        self.is_server(expression)
+            || match expression.get_inner_expression() {
+                Expression::Identifier(identifier) => {
+                    SERVER_NAMES.contains(&identifier.name.as_str())
+                }
+                Expression::StaticMemberExpression(member) => member.property.name == "server",
+                Expression::PrivateFieldExpression(member) => member.field.name == "server",
+                _ => false,
+            }
+    }
+
+    fn method_call(&mut self, call: &CallExpression<'_>, member: &StaticMemberExpression<'_>) {
+        let method = member.property.name.as_str();
+        let span = member.property.span;
+        let receiver = &member.object;
+        let on_server = self.is_server(receiver) && !is_modern_receiver(receiver);
+        let distinctive = self.is_server_loosely(receiver) && !is_modern_receiver(receiver);
+        match method {
+            "createMessage" if on_server => {
+                self.report(
+                    RuleId::DeprecatedSampling,
+                    span,
+                    "`createMessage` asks the client to sample: sampling is deprecated in MCP 2026-07-28".into(),
+                    "call the model provider directly, or return `inputRequired({ inputRequests: { k: inputRequired.createMessage(params) } })` (SDK 2.x)",
+                    None,
+                );
+                self.server_request(span, "createMessage");
+            }
+            "listRoots" if on_server => {
+                self.report(
+                    RuleId::DeprecatedRoots,
+                    span,
+                    "`listRoots` asks the client for its roots: roots are deprecated in MCP 2026-07-28".into(),
+                    "take paths as tool arguments or resource URIs",
+                    None,
+                );
+                self.server_request(span, "listRoots");
+            }
+            "elicitInput" if distinctive => self.server_request(span, "elicitInput"),
+            "sendLoggingMessage" if distinctive => self.report(
+                RuleId::DeprecatedLogging,
+                span,
+                "`sendLoggingMessage` sends `notifications/message`: protocol logging is deprecated in MCP 2026-07-28".into(),
+                "log to stderr or through OpenTelemetry",
+                None,
+            ),
+            "createElicitationCompletionNotifier" if distinctive => self.report(
+                RuleId::ElicitationCompleteNotification,
+                span,
+                "`createElicitationCompletionNotifier` sends `notifications/elicitation/complete`, removed in MCP 2026-07-28".into(),
+                "the client learns the outcome by retrying; correlate through `requestState`",
+                None,
+            ),
+            "setRequestHandler" | "setNotificationHandler" => {
+                let Some(schema) = call.arguments.first().and_then(Argument::as_expression) else {
+                    return;
+                };
+                // SDK 2.x registers handlers by method string.
+                if let Some(method) = static_string(schema) {
+                    let handled = METHODS.iter().find(|(m, _, request)| *m == method && !request);
+                    if let Some((_, Some(rule), _)) = handled {
+                        self.report(
+                            *rule,
+                            schema.span(),
+                            format!("a handler for `{method}` serves a flow that MCP 2026-07-28 deprecated or removed"),
+                            rule_help(*rule),
+                            None,
+                        );
+                    }
+                    return;
+                }
+                let Some(name) = self.bindings.sdk_name(schema) else {
+                    return;
+                };
+                if let Some((_, rule)) = HANDLER_SCHEMAS.iter().find(|(s, _)| *s == name) {
+                    self.report(
+                        *rule,
+                        schema.span(),
+                        format!("a handler for `{name}` serves a flow that MCP 2026-07-28 deprecated or removed"),
+                        rule_help(*rule),
+                        None,
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn server_request(&mut self, span: Span, what: &str) {
+        self.report(
+            RuleId::ServerInitiatedRequest,
+            span,
+            format!("`{what}` sends a request to the client and awaits the reply; MCP 2026-07-28 servers return `input_required` instead"),
+            "return `inputRequired({ inputRequests, requestState })` (SDK 2.x) and read the answers when the client retries",
+            None,
+        );
+    }
+
+    fn new_expression(&mut self, new: &NewExpression<'_>) {
+        let name = match self.bindings.sdk_name(&new.callee) {
+            Some(name) => Some(name),
+            // A bundle or namespace object the file did not import, or the SDK's class bundled
+            // into the file itself: the transport's name alone (no other library uses it).
+            None => match new.callee.get_inner_expression() {
+                Expression::StaticMemberExpression(member) => Some(member.property.name.as_str()),
+                Expression::Identifier(identifier) => Some(identifier.name.as_str()),
+                _ => None,
+            }
+            .filter(|name| matches!(*name, "SSEServerTransport" | "SSEClientTransport")),
+        };
+        let Some(name) = name else { return };
+        let span = new.callee.span();
+        match name {
+            "SSEServerTransport" | "SSEClientTransport" => self.report(
+                RuleId::LegacySseTransport,
+                span,
+                format!("`{name}` is the HTTP+SSE transport of 2024-11-05, deprecated in MCP 2026-07-28"),
+                "serve Streamable HTTP (`StreamableHTTPServerTransport`, or `createMcpHandler` in SDK 2.x)",
+                None,
+            ),
+            "UrlElicitationRequiredError" => self.report(
+                RuleId::ServerInitiatedRequest,
+                span,
+                "`UrlElicitationRequiredError` (-32042) asks the client for a URL elicitation out of band; MCP 2026-07-28 servers return `input_required`".into(),
+                "return `inputRequired({ inputRequests: { k: inputRequired.elicitUrl({ message, url }) } })` (SDK 2.x)",
+                None,
+            ),
+            "Server" | "McpServer" => self.logging_capability(new),
+            _ => {}
+        }
+    }
+
+    /// `new Server(info, { capabilities: { logging: {} } })`: the capability makes the SDK
+    /// install a `logging/setLevel` handler.
+    fn logging_capability(&mut self, new: &NewExpression<'_>) {
+        for argument in &new.arguments {
+            let Some(Expression::ObjectExpression(options)) = argument
+                .as_expression()
+                .map(Expression::get_inner_expression)
+            else {
+                continue;
+            };
+            let Some(capabilities) = property(options, "capabilities") else {
+                continue;
+            };
+            let Expression::ObjectExpression(capabilities) =
+                capabilities.value.get_inner_expression()
+            else {
+                continue;
+            };
+            let Some(logging) = property(capabilities, "logging") else {
+                continue;
+            };
+            let fix = Fix::new(
+                FixAvailability::Unsafe,
+                "remove the `logging` capability",
+                vec![Edit::delete(property_extent(
+                    &self.file.text,
+                    capabilities,
+                    logging,
+                ))],
+            );
+            self.report(
+                RuleId::DeprecatedLogging,
+                logging.key.span(),
+                "the `logging` capability makes the server accept `logging/setLevel` and send `notifications/message`, deprecated in MCP 2026-07-28".into(),
+                "drop the capability and log to stderr or through OpenTelemetry",
+                Some(fix),
+            );
+        }
+    }
+
+    fn object(&mut self, object: &ObjectExpression<'_>) {
+        let unsent = self.unsent.contains(&object.span.start);
+        for kind in &object.properties {
+            let ObjectPropertyKind::ObjectProperty(property) = kind else {
+                continue;
+            };
+            match property.key.static_name().as_deref() {
+                Some("method") if !property.computed && self.modern_call == 0 && !unsent => {
+                    self.method_property(property);
+                }
+                Some("includeContext") if !property.computed => self.include_context(property),
+                _ => {}
+            }
+        }
+    }
+
+    fn method_property(&mut self, property: &ObjectProperty<'_>) {
+        let Some(method) = static_string(&property.value) else {
+            return;
+        };
+        let Some((method, rule, request)) = METHODS.iter().find(|(m, _, _)| *m == method) else {
+            return;
+        };
+        // The definition of the API that sends this message (an SDK bundled into a package's
+        // `dist/`, or a framework's own client) is not a use of it: its callers are reported.
+        if self
+            .function
+            .as_deref()
+            .is_some_and(|function| defines_sender(function, method))
+        {
+            return;
+        }
+        let span = property.value.span();
+        if let Some(rule) = rule {
+            self.report(
+                *rule,
+                span,
+                format!("a hand-built `{method}` message: MCP 2026-07-28 deprecated or removed it"),
+                rule_help(*rule),
+                None,
+            );
+        }
+        if *request && self.input_requests == 0 {
+            self.server_request(span, method);
+        }
+    }
+
+    fn include_context(&mut self, property: &ObjectProperty<'_>) {
+        let Expression::StringLiteral(value) = property.value.get_inner_expression() else {
+            return;
+        };
+        let found = value.value.as_str();
+        if !matches!(found, "thisServer" | "allServers") {
+            return;
+        }
+        let raw = &self.file.text[byte_span(value.span).start..byte_span(value.span).end];
+        let quote = raw.chars().next().unwrap_or('"');
+        let fix = Fix::new(
+            FixAvailability::Unsafe,
+            format!("replace `\"{found}\"` with `\"none\"`"),
+            vec![Edit::replace(
+                byte_span(value.span),
+                format!("{quote}none{quote}"),
+            )],
+        );
+        self.report(
+            RuleId::DeprecatedIncludeContext,
+            value.span,
+            format!("`includeContext: \"{found}\"` is deprecated in MCP 2026-07-28"),
+            "omit `includeContext` (or use `\"none\"`) and put the context the model needs into the request",
+            Some(fix),
+        );
+    }
+}
+
+impl<'a> Visit<'a> for Analyzer<'_, '_> {
+    fn visit_call_expression(&mut self, it: &CallExpression<'a>) {
+        if let Expression::StaticMemberExpression(member) = it.callee.get_inner_expression() {
+            self.method_call(it, member);
+        }
+        if !is_send_callee(&it.callee) {
+            for argument in &it.arguments {
+                if let Some(Expression::ObjectExpression(object)) = argument
+                    .as_expression()
+                    .map(Expression::get_inner_expression)
+                {
+                    self.unsent.insert(object.span.start);
+                }
+            }
+        }
+        let modern = is_modern_callee(&it.callee);
+        self.modern_call += usize::from(modern);
+        walk::walk_call_expression(self, it);
+        self.modern_call -= usize::from(modern);
+    }
+
+    fn visit_new_expression(&mut self, it: &NewExpression<'a>) {
+        self.new_expression(it);
+        walk::walk_new_expression(self, it);
+    }
+
+    fn visit_object_expression(&mut self, it: &ObjectExpression<'a>) {
+        self.object(it);
+        walk::walk_object_expression(self, it);
+    }
+
+    fn visit_object_property(&mut self, it: &ObjectProperty<'a>) {
+        let inputs = !it.computed && it.key.static_name().as_deref() == Some("inputRequests");
+        self.input_requests += usize::from(inputs);
+        let is_function = matches!(
+            it.value,
+            Expression::FunctionExpression(_) | Expression::ArrowFunctionExpression(_)
+        );
+        let outer = if is_function {
+            let name = it.key.static_name().map(|name| name.into_owned());
+            std::mem::replace(&mut self.function, name)
+        } else {
+            self.function.clone()
+        };
+        walk::walk_object_property(self, it);
+        self.function = outer;
+        self.input_requests -= usize::from(inputs);
+    }
+
+    fn visit_method_definition(&mut self, it: &MethodDefinition<'a>) {
+        let name = it.key.static_name().map(|name| name.into_owned());
+        let outer = std::mem::replace(&mut self.function, name);
+        walk::walk_method_definition(self, it);
+        self.function = outer;
+    }
+
+    fn visit_function(&mut self, it: &Function<'a>, flags: ScopeFlags) {
+        let outer = match &it.id {
+            Some(id) => std::mem::replace(&mut self.function, Some(id.name.to_string())),
+            None => self.function.clone(),
+        };
+        walk::walk_function(self, it, flags);
+        self.function = outer;
+    }
+
+    fn visit_static_member_expression(&mut self, it: &StaticMemberExpression<'a>) {
+        // `ErrorCode.UrlElicitationRequired` (-32042).
+        if it.property.name == "UrlElicitationRequired"
+            && self.bindings.sdk_name(&it.object) == Some("ErrorCode")
+        {
+            self.report(
+                RuleId::ServerInitiatedRequest,
+                it.property.span,
+                "`ErrorCode.UrlElicitationRequired` (-32042) is the out-of-band URL elicitation of 2025-11-25; MCP 2026-07-28 servers return `input_required`".into(),
+                "return an `input_required` result with a URL elicitation request",
+                None,
+            );
+        }
+        walk::walk_static_member_expression(self, it);
+    }
+
+    fn visit_unary_expression(&mut self, it: &UnaryExpression<'a>) {
+        if it.operator == UnaryOperator::UnaryNegation && self.bindings.uses_sdk {
+            if let Expression::NumericLiteral(number) = &it.argument {
+                if number.value == 32042.0 {
+                    self.report(
+                        RuleId::ServerInitiatedRequest,
+                        it.span,
+                        "-32042 is the URL-elicitation-required error of 2025-11-25; MCP 2026-07-28 servers return `input_required`".into(),
+                        "return an `input_required` result with a URL elicitation request",
+                        None,
+                    );
+                }
+            }
+        }
+        walk::walk_unary_expression(self, it);
+    }
+}
+
+fn rule_help(rule: RuleId) -> &'static str {
+    match rule {
+        RuleId::DeprecatedSampling => "call the model provider directly",
+        RuleId::DeprecatedRoots => "take paths as tool arguments or resource URIs",
+        RuleId::DeprecatedLogging => "log to stderr or through OpenTelemetry",
+        RuleId::ElicitationCompleteNotification => {
+            "the client learns the outcome by retrying; correlate through `requestState`"
+        }
+        RuleId::LegacyResourceSubscription => {
+            "serve resource updates on `subscriptions/listen` streams"
+        }
+        _ => "see the rule's documentation",
+    }
+}
+
+/// The calls that send a message object given to them: the SDK's `request` / `notification` /
+/// `sendRequest` / `sendNotification`, a transport's `send`, and the helpers a server writes
+/// around them, named by what they do. Any other call (`seen.push(..)`, `log(..)`) only
+/// receives a value that happens to have a `method` key.
+fn is_send_callee(callee: &Expression<'_>) -> bool {
+    let name = match callee.get_inner_expression() {
+        Expression::Identifier(id) => id.name.as_str(),
+        Expression::StaticMemberExpression(member) => member.property.name.as_str(),
+        _ => return true,
+    };
+    let lower = name.to_ascii_lowercase();
+    [
+        "request", "notif", "send", "emit", "dispatch", "post", "write",
+    ]
+    .iter()
+    .any(|word| lower.contains(word))
+}
+
+/// Whether a function of this name is the API that sends `method` (the SDK's `createMessage`
+/// builds `sampling/createMessage`, its MRTR builder `inputRequired.elicit` an
+/// `elicitation/create` input request).
+fn defines_sender(function: &str, method: &str) -> bool {
+    const SENDERS: &[(&str, &[&str])] = &[
+        (
+            "sampling/createMessage",
+            &["createMessage", "createMessageStream", "requestSampling"],
+        ),
+        ("roots/list", &["listRoots"]),
+        (
+            "elicitation/create",
+            &[
+                "elicitInput",
+                "elicitInputStream",
+                "elicit",
+                "elicitUrl",
+                "_sendElicitationLeg",
+            ],
+        ),
+        ("notifications/message", &["sendLoggingMessage", "log"]),
+        ("logging/setLevel", &["setLoggingLevel"]),
+        ("resources/subscribe", &["subscribeResource"]),
+        ("resources/unsubscribe", &["unsubscribeResource"]),
+        (
+            "notifications/roots/list_changed",
+            &["sendRootsListChanged"],
+        ),
+        (
+            "notifications/elicitation/complete",
+            &["createElicitationCompletionNotifier"],
+        ),
+    ];
+    SENDERS
+        .iter()
+        .any(|(sent, names)| *sent == method && names.contains(&function))
+}
+
+/// `ctx.mcpReq.<..>` and `inputRequired.<..>`: the 2026-era SDK's own request API.
+fn is_modern_callee(callee: &Expression<'_>) -> bool {
+    match callee.get_inner_expression() {
+        Expression::StaticMemberExpression(member) => {
+            is_modern_receiver(&member.object)
+                || matches!(member.object.get_inner_expression(), Expression::Identifier(id) if id.name == "inputRequired")
+        }
+        Expression::Identifier(id) => id.name == "inputRequired",
+        _ => false,
+    }
+}
+
+/// A receiver chain that goes through `mcpReq` (the SDK 2.x request context).
+fn is_modern_receiver(receiver: &Expression<'_>) -> bool {
+    match receiver.get_inner_expression() {
+        Expression::StaticMemberExpression(member) => {
+            member.property.name == "mcpReq" || is_modern_receiver(&member.object)
+        }
+        Expression::Identifier(id) => id.name == "mcpReq",
+        _ => false,
+    }
+}
+
+/// The value of a string literal, or of a template literal without substitutions.
+fn static_string<'e>(expression: &'e Expression<'_>) -> Option<&'e str> {
+    match expression.get_inner_expression() {
+        Expression::StringLiteral(literal) => Some(literal.value.as_str()),
+        Expression::TemplateLiteral(template) if template.expressions.is_empty() => template
+            .quasis
+            .first()
+            .and_then(|quasi| quasi.value.cooked.as_ref())
+            .map(|cooked| cooked.as_str()),
+        _ => None,
+    }
+}
+
+fn property<'e, 'a>(
+    object: &'e ObjectExpression<'a>,
+    name: &str,
+) -> Option<&'e ObjectProperty<'a>> {
+    object.properties.iter().find_map(|kind| match kind {
+        ObjectPropertyKind::ObjectProperty(property)
+            if !property.computed && property.key.static_name().as_deref() == Some(name) =>
+        {
+            Some(&**property)
+        }
+        _ => None,
+    })
+}
+
+/// What to delete with one property of an object literal: its whole line when it stands alone
+/// there, else the property and the comma after it (or, for the last one, the comma before it).
+fn property_extent(
+    text: &str,
+    object: &ObjectExpression<'_>,
+    property: &ObjectProperty<'_>,
+) -> ByteSpan {
+    let start = property.span.start as usize;
+    let mut end = property.span.end as usize;
+    let rest = &text[end..];
+    let after_blanks = rest.len() - rest.trim_start_matches([' ', '\t']).len();
+    let comma_after = rest[after_blanks..].starts_with(',');
+    if comma_after {
+        end += after_blanks + 1;
+    }
+    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = text[end..].find('\n').map_or(text.len(), |i| end + i);
+    let alone = text[line_start..start].trim().is_empty() && text[end..line_end].trim().is_empty();
+    if alone && line_end < text.len() {
+        return ByteSpan::new(line_start, line_end + 1);
+    }
+    if comma_after {
+        let rest = &text[end..];
+        let blanks = rest.len() - rest.trim_start_matches([' ', '\t']).len();
+        return ByteSpan::new(start, end + blanks);
+    }
+    // The last property: take the comma before it, if there is another property.
+    let before = text[object.span.start as usize..start].trim_end();
+    if before.ends_with(',') {
+        let comma = object.span.start as usize + before.len() - 1;
+        return ByteSpan::new(comma, end);
+    }
+    ByteSpan::new(start, end)
+}
+
+fn byte_span(span: Span) -> ByteSpan {
+    ByteSpan::new(span.start as usize, span.end as usize)
 }

@@ -55,6 +55,17 @@ pub fn source_type(path: &Path) -> SourceType {
 /// Lints one TypeScript or JavaScript file. A syntax error becomes an `unparsable-file` finding
 /// with oxc's message and position.
 pub fn lint_file(file: &Arc<SourceFile>) -> Vec<Diagnostic> {
+    if let Some(offset) = too_deep(&file.text) {
+        let mut diagnostic = syntax_error_at(file, offset, "");
+        diagnostic.message = format!(
+            "brackets nest deeper than {} levels, or member accesses chain longer than {MAX_CHAIN}, here; the file was not linted",
+            crate::rust::MAX_NESTING
+        );
+        diagnostic.help =
+            Some("this is usually generated code: exclude it in the configuration".into());
+        diagnostic.label = Some("too deep".into());
+        return vec![diagnostic];
+    }
     let allocator = Allocator::default();
     let parsed = Parser::new(&allocator, &file.text, source_type(&file.path)).parse();
     if let Some(error) = parsed.diagnostics.first() {
@@ -70,8 +81,73 @@ pub fn lint_file(file: &Arc<SourceFile>) -> Vec<Diagnostic> {
     analyzer::lint_program(file, &parsed.program)
 }
 
+/// The most member accesses (`.`) one statement may chain: the walk recurses once per access.
+const MAX_CHAIN: usize = 4096;
+
+/// Where brackets first nest deeper than [`crate::rust::MAX_NESTING`], or a statement first
+/// chains more than [`MAX_CHAIN`] member accesses: the parser and the walk recurse once per
+/// level, so such a file is reported instead of parsed. Strings, template literals and comments
+/// are skipped; a backslash outside them (in a regular expression) hides the next byte.
+fn too_deep(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut depth = 0usize;
+    let mut chain = 0usize;
+    let mut index = 0;
+    while index < bytes.len() {
+        match bytes[index] {
+            b'.' => {
+                chain += 1;
+                if chain > MAX_CHAIN {
+                    return Some(index);
+                }
+            }
+            b';' => chain = 0,
+            b'(' | b'[' | b'{' => {
+                if bytes[index] == b'{' {
+                    chain = 0;
+                }
+                depth += 1;
+                if depth > crate::rust::MAX_NESTING {
+                    return Some(index);
+                }
+            }
+            b')' | b']' | b'}' => {
+                if bytes[index] == b'}' {
+                    chain = 0;
+                }
+                depth = depth.saturating_sub(1);
+            }
+            b'\\' => index += 1,
+            quote @ (b'"' | b'\'' | b'`') => {
+                index += 1;
+                while index < bytes.len() && bytes[index] != quote {
+                    if bytes[index] == b'\\' {
+                        index += 1;
+                    } else if bytes[index] == b'\n' && quote != b'`' {
+                        break;
+                    }
+                    index += 1;
+                }
+            }
+            b'/' if bytes.get(index + 1) == Some(&b'/') => {
+                index = memchr::memchr(b'\n', &bytes[index..]).map_or(bytes.len(), |n| index + n);
+            }
+            b'/' if bytes.get(index + 1) == Some(&b'*') => {
+                index = memchr::memmem::find(&bytes[index + 2..], b"*/")
+                    .map_or(bytes.len(), |n| index + 2 + n + 1);
+            }
+            _ => {}
+        }
+        index += 1;
+    }
+    None
+}
+
 /// Whether `text` parses without error (the check after fixing).
 pub fn parses(text: &str, source_type: SourceType) -> bool {
+    if too_deep(text).is_some() {
+        return false;
+    }
     let allocator = Allocator::default();
     let parsed = Parser::new(&allocator, text, source_type).parse();
     !parsed.panicked && parsed.diagnostics.is_empty()
@@ -81,6 +157,9 @@ pub fn parses(text: &str, source_type: SourceType) -> bool {
 /// suppressions): those the parser found, so `//` inside strings, template literals and regular
 /// expressions never counts.
 pub fn comments(path: &Path, text: &str) -> Vec<(usize, usize)> {
+    if too_deep(text).is_some() {
+        return Vec::new();
+    }
     let allocator = Allocator::default();
     let parsed = Parser::new(&allocator, text, source_type(path)).parse();
     parsed
@@ -111,3 +190,6 @@ fn syntax_error_at(file: &Arc<SourceFile>, offset: usize, message: &str) -> Diag
         fix: None,
     }
 }
+
+#[cfg(test)]
+mod tests;
