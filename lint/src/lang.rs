@@ -19,7 +19,7 @@ pub struct FrontEnd {
     pub lint_file: fn(&Arc<SourceFile>) -> Vec<Diagnostic>,
 }
 
-/// A source language with a front-end (or, for Python, one on the way).
+/// A source language with a front-end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Language {
     Rust,
@@ -51,20 +51,23 @@ impl Language {
         match self {
             Language::Rust => CommentStyle::Slashes,
             Language::TypeScript => CommentStyle::Script,
-            Language::Python => CommentStyle::Hash,
+            Language::Python => CommentStyle::Python,
         }
     }
 
     /// The front-end the common dispatch sends the language's files to. `None` for Rust, which
-    /// has its own pre-filtered passes in `lib.rs`, and for Python until its front-end exists
-    /// (its files are collected, but neither linted nor counted as scanned).
+    /// has its own pre-filtered passes in `lib.rs`.
     pub fn front_end(self) -> Option<FrontEnd> {
         match self {
             Language::TypeScript => Some(FrontEnd {
                 may_match: crate::typescript::may_match,
                 lint_file: crate::typescript::lint_file,
             }),
-            Language::Rust | Language::Python => None,
+            Language::Python => Some(FrontEnd {
+                may_match: crate::python::may_match,
+                lint_file: crate::python::lint_file,
+            }),
+            Language::Rust => None,
         }
     }
 }
@@ -96,15 +99,21 @@ impl ManifestKind {
         }
     }
 
-    /// The front-end of the manifest's rules; `None` for the Python manifests until the Python
-    /// front-end exists.
+    /// The front-end of the manifest's rules.
     pub fn front_end(self) -> Option<FrontEnd> {
         match self {
             ManifestKind::PackageJson => Some(FrontEnd {
                 may_match: crate::typescript::package_json::may_match,
                 lint_file: crate::typescript::package_json::lint_file,
             }),
-            ManifestKind::Pyproject | ManifestKind::Requirements => None,
+            ManifestKind::Pyproject => Some(FrontEnd {
+                may_match: crate::python::manifest::may_match,
+                lint_file: crate::python::manifest::lint_pyproject,
+            }),
+            ManifestKind::Requirements => Some(FrontEnd {
+                may_match: crate::python::manifest::may_match,
+                lint_file: crate::python::manifest::lint_requirements,
+            }),
         }
     }
 

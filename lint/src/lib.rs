@@ -19,6 +19,7 @@ pub mod lang;
 pub mod manifest;
 pub mod output;
 pub mod prefilter;
+pub mod python;
 pub mod rust;
 pub mod scaffold;
 pub mod suppress;

@@ -31,6 +31,8 @@ pub enum CommentStyle {
     Hash,
     /// `//` and `/* */` (TypeScript and JavaScript; comments as the TypeScript parser finds them)
     Script,
+    /// `#` (Python; comments as Python's tokenizer finds them, never inside a string)
+    Python,
     /// No comments at all (JSON): nothing can be suppressed.
     NoComments,
 }
@@ -174,6 +176,11 @@ fn comments(file: &SourceFile, style: CommentStyle) -> Vec<(usize, &str)> {
                 out.push((start, &text[start..end]));
             }
         }
+        CommentStyle::Python => {
+            for (start, end) in crate::python::comments(text) {
+                out.push((start, &text[start..end]));
+            }
+        }
         CommentStyle::NoComments => {}
     }
     out
@@ -182,7 +189,7 @@ fn comments(file: &SourceFile, style: CommentStyle) -> Vec<(usize, &str)> {
 fn parse(file: &Arc<SourceFile>, style: CommentStyle) -> (Vec<Suppression>, Vec<Diagnostic>) {
     let opener = match style {
         CommentStyle::Slashes | CommentStyle::Script | CommentStyle::NoComments => "//",
-        CommentStyle::Hash => "#",
+        CommentStyle::Hash | CommentStyle::Python => "#",
     };
     let mut suppressions = Vec::new();
     let mut findings = Vec::new();

@@ -28,6 +28,13 @@ const FIXED: &[(&str, &[&str])] = &[
     ("typescript/deprecated-logging", &["positive.ts"]),
     ("typescript/legacy-sdk-version", &["package.json"]),
     ("typescript/unused-suppression", &["positive.ts"]),
+    // Python: the include_context fix, the SDK bumps, an unused `#` suppression.
+    ("python/deprecated-include-context", &["positive.py"]),
+    (
+        "python/legacy-sdk-version",
+        &["pyproject.toml", "requirements.txt"],
+    ),
+    ("python/unused-suppression", &["positive.py"]),
 ];
 
 /// Copies a fixture directory into a fresh temporary directory.
@@ -196,6 +203,7 @@ fn json_and_sarif_carry_the_fix_and_its_applicability() {
             "json",
             "--exit-zero",
             "tests/fixtures/lint/deprecated-include-context",
+            "tests/fixtures/lint/python/deprecated-include-context",
         ],
     );
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
@@ -206,13 +214,14 @@ fn json_and_sarif_carry_the_fix_and_its_applicability() {
         .filter(|d| d["name"] == "deprecated-include-context" && !d["fix"].is_null())
         .map(|d| &d["fix"])
         .collect();
-    // Three expressions and two JSON literals; the two `match` patterns have no fix.
-    assert_eq!(fixes.len(), 5, "{fixes:#?}");
+    // Rust: three expressions and two JSON literals (the two `match` patterns have no fix);
+    // Python: a keyword argument and a dict value, in their own quotes.
+    assert_eq!(fixes.len(), 7, "{fixes:#?}");
     for fix in &fixes {
         assert_eq!(fix["applicability"], "unsafe");
         let edit = &fix["edits"][0];
         assert!(
-            edit["content"] == "None" || edit["content"] == "\"none\"",
+            ["None", "\"none\"", "'none'"].contains(&edit["content"].as_str().unwrap()),
             "{edit}"
         );
         assert!(edit["line"].as_u64().unwrap() > 0 && edit["end_column"].as_u64().unwrap() > 0);

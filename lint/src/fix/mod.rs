@@ -9,6 +9,7 @@
 //! no fixes left, so fixing twice changes nothing the second time.
 
 mod manifest;
+pub(crate) mod python;
 mod rust;
 mod suppression;
 
@@ -98,6 +99,10 @@ pub enum SourceKind {
     TypeScript(oxc_span::SourceType),
     /// npm's `package.json` (fixes attached with the findings).
     PackageJson,
+    /// A Python file (its front-end attaches the fixes with the findings).
+    Python,
+    /// `pyproject.toml` or `requirements*.txt` (fixes attached with the findings).
+    PythonManifest(crate::lang::ManifestKind),
 }
 
 impl SourceKind {
@@ -110,6 +115,10 @@ impl SourceKind {
                 Some(SourceKind::TypeScript(crate::typescript::source_type(path)))
             }
             (_, Some(ManifestKind::PackageJson)) => Some(SourceKind::PackageJson),
+            (Some(Language::Python), _) => Some(SourceKind::Python),
+            (_, Some(kind @ (ManifestKind::Pyproject | ManifestKind::Requirements))) => {
+                Some(SourceKind::PythonManifest(kind))
+            }
             _ => None,
         }
     }
@@ -122,6 +131,8 @@ impl SourceKind {
             SourceKind::Manifest => CommentStyle::Hash,
             SourceKind::TypeScript(_) => Language::TypeScript.comment_style(),
             SourceKind::PackageJson => ManifestKind::PackageJson.comment_style(),
+            SourceKind::Python => Language::Python.comment_style(),
+            SourceKind::PythonManifest(kind) => kind.comment_style(),
         }
     }
 }
@@ -161,7 +172,10 @@ pub fn attach_parsed(
             }
         }
         // The front-end attached them, from the tree it walked.
-        SourceKind::TypeScript(_) | SourceKind::PackageJson => {}
+        SourceKind::TypeScript(_)
+        | SourceKind::PackageJson
+        | SourceKind::Python
+        | SourceKind::PythonManifest(_) => {}
     }
 }
 
@@ -263,6 +277,8 @@ pub fn parses(text: &str, kind: SourceKind) -> bool {
         SourceKind::Manifest => text.parse::<toml_edit::DocumentMut>().is_ok(),
         SourceKind::TypeScript(source_type) => crate::typescript::parses(text, source_type),
         SourceKind::PackageJson => serde_json::from_str::<serde_json::Value>(text).is_ok(),
+        SourceKind::Python => crate::python::parses(text),
+        SourceKind::PythonManifest(kind) => crate::python::manifest::parses(text, kind),
     }
 }
 
