@@ -102,6 +102,25 @@ pub struct Args {
     #[arg(long, default_value = "5m", value_parser = humantime::parse_duration, value_name = "DURATION")]
     pub lane_idle_timeout: Duration,
 
+    /// A request header sent on to the legacy server with each caller's requests, besides
+    /// `Authorization` (always sent), e.g. an API-key header (repeatable). Like
+    /// `Authorization`, it names the caller: legacy sessions and paused calls are never shared
+    /// between callers whose values differ
+    #[arg(long = "forward-header", value_name = "NAME", value_parser = crate::credentials::parse_forward_header)]
+    pub forward_headers: Vec<http::HeaderName>,
+
+    /// Most callers with credentials that have legacy sessions of their own at once (a caller's
+    /// sessions carry its credentials; one unused for --lane-idle-timeout is closed). One more
+    /// caller while all have calls: HTTP 503 with Retry-After
+    #[arg(long, default_value_t = crate::backend::DEFAULT_MAX_CREDENTIAL_POOLS, value_name = "N")]
+    pub max_credential_pools: usize,
+
+    /// The URL clients reach the proxy at, e.g. https://mcp.example.com/mcp: the legacy
+    /// server's own origin is replaced by it in the `WWW-Authenticate` challenges and OAuth
+    /// discovery documents the proxy relays
+    #[arg(long, value_name = "URL")]
+    pub public_url: Option<String>,
+
     /// A root to answer `roots/list` with when the legacy server asks outside any call (repeatable)
     #[arg(long = "root", value_name = "URI")]
     pub roots: Vec<String>,
@@ -561,6 +580,7 @@ mod tests {
             "ORIGIN" => "https://app.example.com",
             "HOST" => "proxy.example.com",
             "FILTER" => "debug",
+            "NAME" => "X-Api-Key",
             _ => return None,
         })
     }

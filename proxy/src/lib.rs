@@ -24,6 +24,7 @@ pub mod backend;
 pub mod capabilities;
 pub mod cluster;
 pub mod config;
+pub mod credentials;
 pub mod engine;
 pub mod front;
 #[doc(hidden)]
@@ -92,7 +93,17 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
         }
         (None, Err(_)) => store.state_key().await?,
     };
-    let pool = backend::LanePool::new(
+    let origin_rewrite = match (&spec, &args.public_url) {
+        (backend::BackendSpec::Http { url, .. }, Some(public)) => {
+            credentials::OriginRewrite::new(url, public)
+        }
+        _ => None,
+    };
+    let upstream_url = match &spec {
+        backend::BackendSpec::Http { url, .. } => Some(url.clone()),
+        backend::BackendSpec::Stdio { .. } => None,
+    };
+    let pools = backend::PrincipalPools::new(
         spec,
         backend::PoolSettings {
             max_lanes: args.pool_size.unwrap_or(default_pool).max(1),
@@ -104,10 +115,13 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
             request_timeout: args.request_timeout,
             call_sessions: args.call_sessions,
             lane_idle_timeout: args.lane_idle_timeout,
+            credentials: credentials::Credentials::none(),
+            credentials_wanted: Arc::default(),
         },
+        args.max_credential_pools,
     );
     let engine = engine::Engine::new(
-        pool.clone(),
+        pools.clone(),
         state::Sealer::new(&key),
         store,
         engine::EngineSettings {
@@ -128,7 +142,7 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
     spawn_signal_handler(shutdown.clone());
     spawn_sweeper(engine.clone(), args.pause_ttl, shutdown.clone());
     spawn_store_probe(engine.clone(), shutdown.clone());
-    spawn_idle_lane_closer(pool.clone(), args.lane_idle_timeout, shutdown.clone());
+    spawn_idle_lane_closer(pools.clone(), args.lane_idle_timeout, shutdown.clone());
     {
         // Draining from the moment shutdown starts: no call may pause any more, `/readyz` 503.
         let engine = engine.clone();
@@ -139,8 +153,10 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
         });
     }
     {
-        // Connect the first lane in the background: `/healthz` turns 200 when it is up.
-        let pool = pool.clone();
+        // Connect the first lane in the background: `/healthz` turns 200 when it is up (or
+        // when the legacy server answered it 401/403: it is up and wants each caller's
+        // credentials).
+        let pool = pools.anonymous().clone();
         tokio::spawn(async move {
             if let Err(error) = pool.initialized().await {
                 tracing::error!(%error, "the legacy server could not be initialized yet");
@@ -148,7 +164,7 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
         });
     }
     let legacy = legacy_session::LegacySessions::new(
-        pool.clone(),
+        pools.clone(),
         legacy_session::LegacySettings {
             policy: args.era_policy,
             max_sessions: args.max_legacy_sessions.max(1),
@@ -195,6 +211,12 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
             max_concurrent_requests: args.max_concurrent_requests,
             shutdown_grace: args.shutdown_grace,
             legacy: Some(legacy.clone()),
+            forward_headers: args.forward_headers.clone(),
+            discovery: upstream_url
+                .as_deref()
+                .and_then(|url| front::well_known::DiscoveryRelay::new(url, origin_rewrite.clone()))
+                .map(Arc::new),
+            origin_rewrite,
             ..front::http::HttpFrontConfig::default()
         };
         front::http::serve(listener, config, handler, shutdown.clone()).await?;
@@ -205,7 +227,7 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
         "stopping the legacy server lanes"
     );
     legacy.shutdown().await;
-    pool.shutdown().await;
+    pools.shutdown().await;
     tracing::info!("shut down");
     Ok(())
 }
@@ -269,13 +291,13 @@ fn spawn_legacy_sweeper(
 /// Closes lanes idle for `--lane-idle-timeout`, checking four times per timeout (at most every
 /// 30 s, at least every 100 ms).
 fn spawn_idle_lane_closer(
-    pool: Arc<backend::LanePool>,
+    pools: Arc<backend::PrincipalPools>,
     idle_timeout: Duration,
     shutdown: tokio_util::sync::CancellationToken,
 ) {
     let period = (idle_timeout / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
     spawn_every(period, shutdown, move || {
-        pool.close_idle_lanes();
+        pools.close_idle();
         std::future::ready(())
     });
 }

@@ -33,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 use super::route::{flush_queue_into_request, send, targets};
 use crate::backend::{BackendError, BackendEvent, EventReceiver, Lane, SessionLane};
 use crate::jsonrpc::{codes, ErrorObject, Message, Reply};
-use crate::request::Outgoing;
+use crate::request::{Outgoing, Principal};
 use mcp_migrate_rules::RuleId;
 
 /// Messages kept for a client that has no stream open yet.
@@ -89,6 +89,8 @@ pub(super) struct SessionState {
 /// One legacy client session.
 pub struct Session {
     pub id: String,
+    /// Who opened the session (the digest of its credentials): only that caller may use it.
+    pub principal: Principal,
     pub client: ClientLabel,
     /// The version the legacy server answered `initialize` with.
     pub protocol_version: String,
@@ -131,6 +133,7 @@ impl Session {
         client: ClientLabel,
         protocol_version: String,
         lane: SessionLane,
+        principal: Principal,
     ) -> Arc<Session> {
         let SessionLane {
             lane,
@@ -140,6 +143,7 @@ impl Session {
         let (barriers, barrier_rx) = mpsc::unbounded_channel();
         let session = Arc::new(Session {
             id,
+            principal,
             client,
             protocol_version,
             lane,

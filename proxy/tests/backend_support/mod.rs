@@ -116,6 +116,8 @@ pub fn settings(max_lanes: usize, roots: &[&str]) -> PoolSettings {
         request_timeout: Duration::from_secs(10),
         call_sessions: Default::default(),
         lane_idle_timeout: Duration::from_secs(300),
+        credentials: Default::default(),
+        credentials_wanted: Default::default(),
     }
 }
 

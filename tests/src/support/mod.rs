@@ -20,6 +20,7 @@ pub mod legacy_clients;
 mod modern;
 pub mod node;
 mod process;
+pub mod protected;
 pub mod python;
 mod raw;
 mod redis;
