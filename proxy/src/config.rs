@@ -65,7 +65,8 @@ pub struct Args {
     #[arg(long, value_name = "URL", value_parser = parse_advertise)]
     pub advertise: Option<String>,
 
-    /// File holding the requestState key: 32 bytes as 64 hex characters or base64
+    /// File holding the requestState keys: a keyring of `ID KEY` lines (the last seals, all
+    /// open; re-read on SIGHUP), or a single key (32 bytes as 64 hex characters or base64)
     /// (default: env MCP_MRTR_STATE_KEY, else a key generated once and kept in the store)
     #[arg(long, value_name = "FILE")]
     pub state_key_file: Option<PathBuf>,

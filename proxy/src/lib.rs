@@ -30,6 +30,7 @@ pub mod front;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod jsonrpc;
+pub mod keyring;
 pub mod legacy_session;
 pub mod limits;
 pub mod metrics;
@@ -82,17 +83,16 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
             "paused calls whose proxy is gone were lost; their retries will be refused"
         );
     }
-    let key = match (&args.state_key_file, std::env::var("MCP_MRTR_STATE_KEY")) {
-        (Some(path), _) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("could not read --state-key-file {}", path.display()))?;
-            state::StateKey::from_text(&text).context("invalid --state-key-file")?
-        }
-        (None, Ok(text)) => {
-            state::StateKey::from_text(&text).context("invalid MCP_MRTR_STATE_KEY")?
-        }
-        (None, Err(_)) => store.state_key().await?,
+    let keys = match (&args.state_key_file, std::env::var("MCP_MRTR_STATE_KEY")) {
+        (Some(path), _) => read_keyring(path)?,
+        (None, Ok(text)) => keyring::Keyring::single(
+            state::StateKey::from_text(&text).context("invalid MCP_MRTR_STATE_KEY")?,
+        ),
+        (None, Err(_)) => keyring::Keyring::single(store.state_key().await?),
     };
+    let sealer = state::Sealer::with_keyring(&keys);
+    tracing::info!(keys = ?keys.ids(), "requestState keys loaded (the last seals)");
+    drop(keys);
     let origin_rewrite = match (&spec, &args.public_url) {
         (backend::BackendSpec::Http { url, .. }, Some(public)) => {
             credentials::OriginRewrite::new(url, public)
@@ -122,7 +122,7 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
     );
     let engine = engine::Engine::new(
         pools.clone(),
-        state::Sealer::new(&key),
+        sealer.clone(),
         store,
         engine::EngineSettings {
             pause_ttl: args.pause_ttl,
@@ -140,6 +140,9 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
     engine.register_metrics();
     let shutdown = tokio_util::sync::CancellationToken::new();
     spawn_signal_handler(shutdown.clone());
+    if let Some(path) = &args.state_key_file {
+        spawn_keyring_reloader(path.clone(), sealer, shutdown.clone());
+    }
     spawn_sweeper(engine.clone(), args.pause_ttl, shutdown.clone());
     spawn_store_probe(engine.clone(), shutdown.clone());
     spawn_idle_lane_closer(pools.clone(), args.lane_idle_timeout, shutdown.clone());
@@ -250,6 +253,50 @@ fn spawn_signal_handler(shutdown: tokio_util::sync::CancellationToken) {
         tracing::info!("shutting down");
         shutdown.cancel();
     });
+}
+
+/// Reads `--state-key-file`: a keyring, or a single key ([`keyring`]).
+fn read_keyring(path: &std::path::Path) -> anyhow::Result<keyring::Keyring> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("could not read --state-key-file {}", path.display()))?;
+    keyring::Keyring::from_text(&text)
+        .with_context(|| format!("invalid --state-key-file {}", path.display()))
+}
+
+/// Re-reads `--state-key-file` on SIGHUP and swaps the sealer's keys (a file that cannot be read
+/// keeps the keys in use, with an error in the log).
+fn spawn_keyring_reloader(
+    path: std::path::PathBuf,
+    sealer: state::Sealer,
+    shutdown: tokio_util::sync::CancellationToken,
+) {
+    #[cfg(unix)]
+    tokio::spawn(async move {
+        use tokio::signal::unix::{signal, SignalKind};
+        let Ok(mut hangup) = signal(SignalKind::hangup()) else {
+            return;
+        };
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                received = hangup.recv() => if received.is_none() { return },
+            }
+            match read_keyring(&path) {
+                Ok(keys) => {
+                    sealer.replace(&keys);
+                    tracing::info!(keys = ?keys.ids(), "SIGHUP: requestState keys reloaded (the last seals)");
+                }
+                Err(error) => {
+                    tracing::error!(
+                        error = format!("{error:#}"),
+                        "SIGHUP: the requestState keys were not reloaded; the keys in use stay"
+                    );
+                }
+            }
+        }
+    });
+    #[cfg(not(unix))]
+    let _ = (path, sealer, shutdown);
 }
 
 /// Runs `tick` every `period` (the first at once) until `shutdown`.
