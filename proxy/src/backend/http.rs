@@ -165,7 +165,7 @@ fn version_header(session: &Session) -> Option<&str> {
 
 /// `401`/`403`: the legacy server refused the credentials; its `WWW-Authenticate` challenge
 /// goes to the client.
-fn unauthorized<B>(response: &http::Response<B>) -> Option<BackendError> {
+pub(super) fn unauthorized<B>(response: &http::Response<B>) -> Option<BackendError> {
     let status = response.status();
     if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN {
         return None;

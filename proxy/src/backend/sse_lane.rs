@@ -149,6 +149,9 @@ impl SseLane {
             .await
             .map_err(|_| unavailable(format!("{url} did not answer within {init_timeout:?}")))?
             .map_err(|error| unavailable(format!("cannot reach {url}: {error}")))?;
+        if let Some(refused) = super::http::unauthorized(&response) {
+            return Err(refused);
+        }
         let content_type = response
             .headers()
             .get(CONTENT_TYPE)

@@ -1,14 +1,24 @@
-//! The OAuth-protected legacy server (`tests/sdk-servers/python/protected_server.py`, the
-//! Python SDK's `TokenVerifier` + `AuthSettings`, two users) as a child process, in the venv of
-//! [`super::python`], killed on drop. Its output is printed if a test fails.
+//! The OAuth-protected legacy servers as child processes, killed on drop (their output is
+//! printed if a test fails): the Python SDK's own auth (`TokenVerifier` + `AuthSettings`,
+//! `tests/sdk-servers/python/protected_server.py`, in the venv of [`super::python`]) and the
+//! TypeScript SDK 1.x bearer-auth middleware (`requireBearerAuth` + the metadata router,
+//! `tests/sdk-servers/typescript/protected-server.mjs`, on the Node of
+//! [`super::sdk_servers`]). Both accept the same two users' tokens.
 
 use std::process::{Child, Command, Stdio};
 
 use super::python::{free_port, kill_and_reap, legacy_sse_python_async, wait_ready, Logs};
 use crate::workspace_root;
 
-/// The script, relative to the workspace root.
-const SCRIPT: &str = "tests/sdk-servers/python/protected_server.py";
+/// The Python script, relative to the workspace root.
+const PYTHON_SCRIPT: &str = "tests/sdk-servers/python/protected_server.py";
+
+/// Which SDK protects the legacy server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthSdk {
+    Python,
+    TypeScript,
+}
 
 /// The bearer tokens the server accepts, and the users they belong to.
 pub const ALICE_TOKEN: &str = "alice-token";
@@ -25,15 +35,28 @@ impl ProtectedServer {
     /// Starts the server on a free port with `AuthSettings.resource_server_url` = its own URL
     /// (`http://127.0.0.1:PORT/mcp`, the legacy server's internal address: a proxy in front
     /// rewrites it with `--public-url`), and waits until it answers.
-    pub async fn start() -> ProtectedServer {
-        let python = legacy_sse_python_async().await;
+    pub async fn start(sdk: AuthSdk) -> ProtectedServer {
+        let (program, script) = match sdk {
+            AuthSdk::Python => (
+                legacy_sse_python_async().await,
+                workspace_root().join(PYTHON_SCRIPT).into_os_string(),
+            ),
+            AuthSdk::TypeScript => {
+                let mut command = tokio::task::spawn_blocking(|| {
+                    super::sdk_servers::typescript_script("protected-server.mjs")
+                })
+                .await
+                .expect("preparing the TypeScript SDK panicked");
+                (command.program, command.args.remove(0))
+            }
+        };
         let logs = Logs::default();
         for attempt in 1..=3 {
             let port = free_port();
             let url = format!("http://127.0.0.1:{port}/mcp");
-            let mut command = Command::new(&python);
+            let mut command = Command::new(&program);
             command
-                .arg(workspace_root().join(SCRIPT))
+                .arg(&script)
                 .args(["--port", &port.to_string(), "--resource-url", &url])
                 .env("PYTHONUNBUFFERED", "1")
                 .stdin(Stdio::null())
