@@ -132,19 +132,24 @@ pub fn parse_forward_header(name: &str) -> Result<HeaderName, String> {
 /// with HTTP 401 or 403 and the server's `WWW-Authenticate`).
 pub const UNAUTHORIZED: i64 = codes::INTERNAL_ERROR;
 
+/// Where [`refusal`] keeps the HTTP status and challenge in the error's `data`, for the front
+/// (which answers with them and drops the `data`). A legacy server that wrote this key into an
+/// error of its own would get no more than it gets by answering 401 itself.
+const REFUSAL_KEY: &str = "io.github.mcp-migrate/credentialsRefused";
+
 /// The error a client gets when the legacy server refused its credentials: the HTTP status and
-/// challenge travel in `data` (`httpStatus`, `wwwAuthenticate`) for the front, which answers
-/// with that status and header.
+/// challenge travel in `data` ([`REFUSAL_KEY`]) for the front, which answers with that status
+/// and header.
 pub fn refusal(status: u16, challenge: Option<&str>) -> ErrorObject {
     let message = match status {
         403 => "Forbidden: the legacy server refused these credentials (HTTP 403)",
         _ => "Unauthorized: the legacy server wants credentials (HTTP 401); see WWW-Authenticate",
     };
-    let mut data = json!({ "httpStatus": status });
+    let mut refused = json!({ "httpStatus": status });
     if let Some(challenge) = challenge {
-        data["wwwAuthenticate"] = Value::from(challenge);
+        refused["wwwAuthenticate"] = Value::from(challenge);
     }
-    ErrorObject::new(UNAUTHORIZED, message).with_data(data)
+    ErrorObject::new(UNAUTHORIZED, message).with_data(json!({ REFUSAL_KEY: refused }))
 }
 
 /// `(status, challenge)` of an error made by [`refusal`].
@@ -152,7 +157,7 @@ pub fn refused(error: &ErrorObject) -> Option<(u16, Option<&str>)> {
     if error.code != UNAUTHORIZED {
         return None;
     }
-    let data = error.data.as_ref()?;
+    let data = error.data.as_ref()?.get(REFUSAL_KEY)?;
     let status = data.get("httpStatus")?.as_u64()?;
     let status = u16::try_from(status)
         .ok()
