@@ -103,6 +103,12 @@ pub struct Args {
     #[arg(long, default_value = "5m", value_parser = humantime::parse_duration, value_name = "DURATION")]
     pub lane_idle_timeout: Duration,
 
+    /// Whether each caller's `Authorization` (and --forward-header headers) is sent on to an HTTP
+    /// legacy server, on legacy sessions of the caller's own: `auto` once the server answered a
+    /// credential-less `initialize` with 401/403 (an OAuth-protected server), `always`, `never`
+    #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
+    pub forward_credentials: crate::backend::ForwardCredentials,
+
     /// A request header sent on to the legacy server with each caller's requests, besides
     /// `Authorization` (always sent), e.g. an API-key header (repeatable). Like
     /// `Authorization`, it names the caller: legacy sessions and paused calls are never shared

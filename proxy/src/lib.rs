@@ -119,6 +119,7 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
             credentials_wanted: Arc::default(),
         },
         args.max_credential_pools,
+        args.forward_credentials,
     );
     let engine = engine::Engine::new(
         pools.clone(),

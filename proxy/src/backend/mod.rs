@@ -55,7 +55,7 @@ pub(crate) mod sse;
 mod sse_lane;
 pub use lease::Lease;
 pub use pool::LanePool;
-pub use principal_pools::{PrincipalPools, DEFAULT_MAX_CREDENTIAL_POOLS};
+pub use principal_pools::{ForwardCredentials, PrincipalPools, DEFAULT_MAX_CREDENTIAL_POOLS};
 pub use session_lane::SessionLane;
 pub mod stdio;
 

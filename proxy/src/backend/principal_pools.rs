@@ -3,7 +3,11 @@
 //! used for another caller's call.
 //!
 //! Requests without credentials, and every request to a stdio legacy server (which takes no
-//! credentials), use the one anonymous pool, as before. A caller with credentials gets a pool of
+//! credentials), use the one anonymous pool, as before. Whether a caller's credentials are sent
+//! on is `--forward-credentials` ([`ForwardCredentials`]): by default (`auto`) once the legacy
+//! server answered a credential-less `initialize` with 401/403 (the proxy's own first lane does
+//! so at startup); a server that accepts it keeps serving every caller from the anonymous pool,
+//! as before. A caller whose credentials are sent on gets a pool of
 //! its own, made on demand with its [`Credentials`] in the pool's settings (every request its
 //! lanes make carries them), bounded by `--max-credential-pools`, and dropped once it has had
 //! nothing to do for `--lane-idle-timeout`. At the bound, the least recently used pool that
@@ -20,6 +24,18 @@ use crate::request::Principal;
 /// The default `--max-credential-pools`.
 pub const DEFAULT_MAX_CREDENTIAL_POOLS: usize = 256;
 
+/// Whether callers' credentials are sent on to an HTTP legacy server (`--forward-credentials`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ForwardCredentials {
+    /// Once the legacy server refused a credential-less `initialize` (401/403).
+    #[default]
+    Auto,
+    /// Always (a pool per caller with credentials, whatever the server does with them).
+    Always,
+    /// Never (every caller on the anonymous pool; the server never sees a credential).
+    Never,
+}
+
 struct Entry {
     pool: Arc<LanePool>,
     last_used: Instant,
@@ -31,6 +47,7 @@ pub struct PrincipalPools {
     settings: PoolSettings,
     anonymous: Arc<LanePool>,
     max_pools: usize,
+    mode: ForwardCredentials,
     pools: Mutex<HashMap<Principal, Entry>>,
     /// Set once the legacy server refused a lane's credentials (401/403): it is up, and wants
     /// its callers' credentials (`/readyz` counts it as reachable).
@@ -49,7 +66,12 @@ impl std::fmt::Debug for PrincipalPools {
 
 impl PrincipalPools {
     /// `max_pools`: the most callers with a pool of their own at once (at least 1).
-    pub fn new(spec: BackendSpec, mut settings: PoolSettings, max_pools: usize) -> Arc<Self> {
+    pub fn new(
+        spec: BackendSpec,
+        mut settings: PoolSettings,
+        max_pools: usize,
+        mode: ForwardCredentials,
+    ) -> Arc<Self> {
         let credentials_wanted = Arc::clone(&settings.credentials_wanted);
         settings.credentials = Credentials::none();
         Arc::new(PrincipalPools {
@@ -57,6 +79,7 @@ impl PrincipalPools {
             spec,
             settings,
             max_pools: max_pools.max(1),
+            mode,
             pools: Mutex::new(HashMap::new()),
             credentials_wanted,
         })
@@ -67,9 +90,15 @@ impl PrincipalPools {
         &self.anonymous
     }
 
-    /// Whether callers' credentials reach the legacy server (an HTTP upstream).
-    fn forwards_credentials(&self) -> bool {
-        matches!(self.spec, BackendSpec::Http { .. })
+    /// Whether `credentials` are sent on to the legacy server: an HTTP upstream, credentials
+    /// given, and `--forward-credentials` says so.
+    pub fn forwards(&self, credentials: &Credentials) -> bool {
+        let wanted = match self.mode {
+            ForwardCredentials::Never => false,
+            ForwardCredentials::Always => true,
+            ForwardCredentials::Auto => self.credentials_wanted.load(Ordering::Relaxed),
+        };
+        wanted && !credentials.is_empty() && matches!(self.spec, BackendSpec::Http { .. })
     }
 
     /// The pool whose lanes carry `credentials` (the caller `principal`): the anonymous one
@@ -80,7 +109,7 @@ impl PrincipalPools {
         principal: &Principal,
         credentials: &Credentials,
     ) -> Result<Arc<LanePool>, BackendError> {
-        if credentials.is_empty() || !self.forwards_credentials() {
+        if !self.forwards(credentials) {
             return Ok(Arc::clone(&self.anonymous));
         }
         let now = Instant::now();
@@ -236,7 +265,7 @@ mod tests {
 
     #[tokio::test]
     async fn each_caller_gets_its_own_pool_and_anonymous_callers_share_one() {
-        let pools = PrincipalPools::new(http(), settings(), 8);
+        let pools = PrincipalPools::new(http(), settings(), 8, ForwardCredentials::Always);
         let (alice, alice_principal) = caller("Bearer alice");
         let (bob, bob_principal) = caller("Bearer bob");
         let a1 = pools.for_caller(&alice_principal, &alice).unwrap();
@@ -266,6 +295,7 @@ mod tests {
             },
             settings(),
             8,
+            ForwardCredentials::Always,
         );
         let (alice, principal) = caller("Bearer alice");
         let pool = pools.for_caller(&principal, &alice).unwrap();
@@ -273,8 +303,27 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn auto_forwards_once_the_server_asked_for_credentials() {
+        let settings = settings();
+        let wanted = Arc::clone(&settings.credentials_wanted);
+        let pools = PrincipalPools::new(http(), settings, 8, ForwardCredentials::Auto);
+        let (alice, principal) = caller("Bearer alice");
+        assert!(!pools.forwards(&alice));
+        let pool = pools.for_caller(&principal, &alice).unwrap();
+        assert!(Arc::ptr_eq(&pool, pools.anonymous()));
+        wanted.store(true, Ordering::Relaxed);
+        assert!(pools.forwards(&alice));
+        assert!(!pools.forwards(&Credentials::none()));
+        let pool = pools.for_caller(&principal, &alice).unwrap();
+        assert_eq!(pool.shared.settings().credentials, alice);
+        let never = PrincipalPools::new(http(), self::settings(), 8, ForwardCredentials::Never);
+        never.credentials_wanted.store(true, Ordering::Relaxed);
+        assert!(!never.forwards(&alice));
+    }
+
+    #[tokio::test]
     async fn at_the_bound_an_unused_pool_makes_room() {
-        let pools = PrincipalPools::new(http(), settings(), 1);
+        let pools = PrincipalPools::new(http(), settings(), 1, ForwardCredentials::Always);
         let (alice, alice_principal) = caller("Bearer alice");
         let (bob, bob_principal) = caller("Bearer bob");
         let first = pools.for_caller(&alice_principal, &alice).unwrap();

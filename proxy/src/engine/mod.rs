@@ -386,6 +386,7 @@ mod tests {
                 credentials_wanted: Default::default(),
             },
             crate::backend::DEFAULT_MAX_CREDENTIAL_POOLS,
+            Default::default(),
         );
         let engine = Engine::new(
             pool,

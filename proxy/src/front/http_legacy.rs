@@ -11,9 +11,9 @@
 //! - `DELETE` with `Mcp-Session-Id`: ends the session (`200`).
 //! - An unknown, ended or expired `Mcp-Session-Id`: `404` with a JSON-RPC error, after which the
 //!   client initializes again.
-//! - A session belongs to the credentials that opened it (`Authorization` and the
-//!   `--forward-header` headers, which its legacy session carries): any request on it with other
-//!   credentials gets `403`. The legacy server's refusal of the credentials at `initialize` is
+//! - A session whose legacy session carries the credentials that opened it (`Authorization` and
+//!   the `--forward-header` headers, see `--forward-credentials`) belongs to them: any request on
+//!   it with other credentials gets `403`. The legacy server's refusal of the credentials at `initialize` is
 //!   its `401`/`403` with its `WWW-Authenticate` challenge.
 //!
 //! JSON-RPC errors of the legacy server travel with HTTP 200, as legacy servers send them.
@@ -144,7 +144,7 @@ pub(super) async fn post(
     let Some(session) = legacy.get(session_id) else {
         return session_not_found(request_id(&message));
     };
-    if session.principal != principal {
+    if !session.admits(&principal) {
         return not_your_session(request_id(&message));
     }
     match message {
@@ -266,7 +266,7 @@ pub(super) async fn session_route(
         return session_not_found(None);
     };
     let (_, principal) = Credentials::from_request(request.headers(), callers.forward);
-    if session.principal != principal {
+    if !session.admits(&principal) {
         return not_your_session(None);
     }
     if request.method() == Method::DELETE {

@@ -152,6 +152,8 @@ impl LegacySessions {
         };
         params["protocolVersion"] = Value::from(version);
         let client = ClientLabel::from_initialize(&params);
+        // A session whose lane carries the caller's credentials belongs to that caller.
+        let owner = self.pools.forwards(credentials).then(|| principal.clone());
         let opened = match self.pools.for_caller(&principal, credentials) {
             Ok(pool) => pool.open_session_lane(params.clone()).await,
             Err(error) => Err(error),
@@ -179,7 +181,7 @@ impl LegacySessions {
             client,
             initialized.protocol_version.clone(),
             lane,
-            principal,
+            owner,
         );
         place.fill(Arc::clone(&session));
         crate::metrics::global().legacy_session_opened();

@@ -89,8 +89,9 @@ pub(super) struct SessionState {
 /// One legacy client session.
 pub struct Session {
     pub id: String,
-    /// Who opened the session (the digest of its credentials): only that caller may use it.
-    pub principal: Principal,
+    /// Who opened the session (the digest of its credentials) when its lane carries them: then
+    /// only that caller may use it. `None`: no credentials were sent on.
+    pub owner: Option<Principal>,
     pub client: ClientLabel,
     /// The version the legacy server answered `initialize` with.
     pub protocol_version: String,
@@ -127,13 +128,18 @@ fn key(id: &Value) -> String {
 }
 
 impl Session {
+    /// Whether `principal` may use the session (its owner, or anyone when it has none).
+    pub fn admits(&self, principal: &Principal) -> bool {
+        self.owner.as_ref().is_none_or(|owner| owner == principal)
+    }
+
     /// Wraps a started session lane and starts relaying what the server sends.
     pub fn start(
         id: String,
         client: ClientLabel,
         protocol_version: String,
         lane: SessionLane,
-        principal: Principal,
+        owner: Option<Principal>,
     ) -> Arc<Session> {
         let SessionLane {
             lane,
@@ -143,7 +149,7 @@ impl Session {
         let (barriers, barrier_rx) = mpsc::unbounded_channel();
         let session = Arc::new(Session {
             id,
-            principal,
+            owner,
             client,
             protocol_version,
             lane,
