@@ -3,17 +3,14 @@
 //! checked once with `cargo check` in its own target directory under the workspace's `target/`
 //! (kept between runs, so only the first run builds rmcp 3's dependencies).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use cargo_mcp_lint::diagnostic::SourceFile;
 use cargo_mcp_lint::scaffold::{self, standalone};
 
 fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
+    mcp_migrate_workspace_bins::workspace_root(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// The sources to scaffold: the legacy server and every fixture file.

@@ -42,6 +42,19 @@ impl CapabilityProfile {
         }
     }
 
+    /// Whether a legacy session initialized with this profile declares everything `other`
+    /// declares (and maybe more): a call of `other` may run there, the proxy refusing what the
+    /// legacy server asks beyond `other` (`admits`).
+    pub fn covers(&self, other: &CapabilityProfile) -> bool {
+        let implies = |has: bool, wanted: bool| has || !wanted;
+        implies(self.elicitation_form, other.elicitation_form)
+            && implies(self.elicitation_url, other.elicitation_url)
+            && implies(self.sampling, other.sampling)
+            && implies(self.sampling_context, other.sampling_context)
+            && implies(self.sampling_tools, other.sampling_tools)
+            && implies(self.roots, other.roots)
+    }
+
     /// A short stable name for logs and metrics, e.g. `form+url+sampling+roots`.
     pub fn label(&self) -> String {
         let mut parts = Vec::new();
@@ -140,6 +153,31 @@ impl CapabilityProfile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_profile_covers_the_profiles_it_declares_more_than() {
+        let form = CapabilityProfile {
+            elicitation_form: true,
+            ..CapabilityProfile::default()
+        };
+        let everything = CapabilityProfile {
+            elicitation_form: true,
+            elicitation_url: true,
+            sampling: true,
+            sampling_context: true,
+            sampling_tools: true,
+            roots: true,
+        };
+        let none = CapabilityProfile::default();
+        assert!(everything.covers(&form) && everything.covers(&none));
+        assert!(form.covers(&none) && form.covers(&form));
+        assert!(!form.covers(&everything) && !none.covers(&form));
+        let sampling = CapabilityProfile {
+            sampling: true,
+            ..CapabilityProfile::default()
+        };
+        assert!(!form.covers(&sampling) && !sampling.covers(&form));
+    }
 
     #[test]
     fn profiles_read_modes_and_sub_capabilities() {

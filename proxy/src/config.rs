@@ -76,7 +76,7 @@ pub struct Args {
     pub pause_ttl: Duration,
 
     /// How long to wait for more legacy requests after the first, to send them in one round
-    #[arg(long, default_value = "25ms", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "100ms", value_parser = humantime::parse_duration, value_name = "DURATION")]
     pub batch_window: Duration,
 
     /// How long a pass-through request may take on the legacy side
@@ -90,6 +90,19 @@ pub struct Args {
     #[arg(long, value_name = "N")]
     pub pool_size: Option<usize>,
 
+    /// stdio: the most paused calls one legacy child holds while other calls run on it. A paused
+    /// call's handler is blocked on its request, so a child runs one call at a time and keeps
+    /// any number of paused ones; a resumption waits only for the call running on its own
+    /// child. 0: a paused call keeps its child to itself (for a server that handles one
+    /// request at a time)
+    #[arg(long, default_value_t = limits::DEFAULT_MAX_PAUSED_PER_LANE, value_name = "N")]
+    pub max_paused_per_lane: usize,
+
+    /// Started, idle lanes (child processes or sessions) the pool keeps ready while it is below
+    /// --pool-size, so that a new call never waits for one to start
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub spare_lanes: usize,
+
     /// Whether calls share legacy Streamable HTTP sessions: `auto` learns, per tool, whether the
     /// legacy server sends its mid-call requests on the call's own response stream (then calls
     /// share a session) or on the session's GET stream (then each call gets a session);
@@ -99,7 +112,7 @@ pub struct Args {
     pub call_sessions: crate::backend::CallSessions,
 
     /// A lane (legacy child process or session) with nothing to do for this long is closed; the
-    /// pool keeps at least one and starts more on demand
+    /// pool keeps its spare lanes (at least one lane) and starts more on demand
     #[arg(long, default_value = "5m", value_parser = humantime::parse_duration, value_name = "DURATION")]
     pub lane_idle_timeout: Duration,
 

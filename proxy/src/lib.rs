@@ -117,6 +117,8 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
             lane_idle_timeout: args.lane_idle_timeout,
             credentials: credentials::Credentials::none(),
             credentials_wanted: Arc::default(),
+            paused_per_lane: args.max_paused_per_lane,
+            spare_lanes: args.spare_lanes,
         },
         args.max_credential_pools,
         args.forward_credentials,

@@ -42,6 +42,9 @@ pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_MAX_CONCURRENT_REQUESTS: usize = 1024;
 /// `--max-paused-calls`
 pub const DEFAULT_MAX_PAUSED_CALLS: usize = 1024;
+/// `--max-paused-per-lane`: with the default `--pool-size` of a stdio backend (4), as many as
+/// `--max-paused-calls`.
+pub const DEFAULT_MAX_PAUSED_PER_LANE: usize = 256;
 /// `--max-paused-per-principal`
 pub const DEFAULT_MAX_PAUSED_PER_PRINCIPAL: usize = 64;
 /// `--max-rounds`
@@ -129,17 +132,30 @@ impl RequestGate {
     }
 }
 
-/// The refusal of a *new* call when every legacy lane it could use is held by a paused call
-/// (the pool is at `--pool-size`): retryable, HTTP 503 with `Retry-After` on the HTTP front, this
-/// `-32000` error on stdio. Counted as `mcp_proxy_rejections_total{reason="lane_capacity"}`.
-pub fn capacity_refusal(lanes: usize) -> ErrorObject {
+/// The refusal of a *new* call when every legacy lane it could use is held by paused calls (the
+/// pool is at `--pool-size`; on stdio, every child holds `--max-paused-per-lane` of them):
+/// retryable, HTTP 503 with `Retry-After` on the HTTP front, this `-32000` error on stdio.
+/// Counted as `mcp_proxy_rejections_total{reason="lane_capacity"}`.
+pub fn capacity_refusal(lanes: usize, paused_per_lane: usize) -> ErrorObject {
+    let held = if paused_per_lane > 0 {
+        format!(
+            "all {lanes} legacy processes (--pool-size) hold paused calls waiting for their clients (up to {paused_per_lane} each, --max-paused-per-lane) and none can run this call"
+        )
+    } else {
+        format!(
+            "all {lanes} legacy sessions (--pool-size) are held by paused calls waiting for their clients"
+        )
+    };
     ErrorObject::new(
         LIMIT_EXCEEDED,
-        format!(
-            "the proxy is at capacity: all {lanes} legacy sessions (--pool-size) are held by paused calls waiting for their clients; retry after {RETRY_AFTER_SECS} s"
-        ),
+        format!("the proxy is at capacity: {held}; retry after {RETRY_AFTER_SECS} s"),
     )
-    .with_data(json!({"limit": "pool-size", "max": lanes, "retryAfterSeconds": RETRY_AFTER_SECS}))
+    .with_data(json!({
+        "limit": "pool-size",
+        "max": lanes,
+        "maxPausedPerLane": paused_per_lane,
+        "retryAfterSeconds": RETRY_AFTER_SECS
+    }))
 }
 
 /// The refusal of a new caller's request when `--max-credential-pools` callers with

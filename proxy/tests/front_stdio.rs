@@ -58,11 +58,11 @@ impl Stdio {
         self.send_raw(format!("{message}\n").as_bytes()).await;
     }
 
-    /// The next output line, which must be exactly one JSON value.
+    /// The next output line, which must be exactly one JSON value (30 s: a loaded machine).
     async fn next(&mut self) -> Value {
-        let line = tokio::time::timeout(Duration::from_secs(5), self.output.next_line())
+        let line = tokio::time::timeout(Duration::from_secs(30), self.output.next_line())
             .await
-            .expect("no output line within 5 s")
+            .expect("no output line within 30 s")
             .unwrap()
             .expect("stdout closed");
         serde_json::from_str(&line).unwrap_or_else(|error| panic!("{error}: {line:?}"))
@@ -73,9 +73,9 @@ impl Stdio {
     }
 
     async fn finished(&mut self) -> std::io::Result<()> {
-        tokio::time::timeout(Duration::from_secs(5), self.task.take().unwrap())
+        tokio::time::timeout(Duration::from_secs(30), self.task.take().unwrap())
             .await
-            .expect("serve_stdio did not return within 5 s")
+            .expect("serve_stdio did not return within 30 s")
             .unwrap()
     }
 }

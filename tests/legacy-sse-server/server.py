@@ -16,7 +16,8 @@ their requests on the call's own POST response stream, while `summarize` and
 `list_workspace_roots` (`ctx.session.create_message` / `list_roots`, no related request) send
 theirs on the session's GET stream: the two behaviours the proxy must tell apart.
 
-Usage: server.py [--host 127.0.0.1] --port N [--transport sse|streamable-http]. Nothing is
+Usage: server.py [--host 127.0.0.1] --port N [--transport sse|streamable-http], or
+server.py --transport stdio (a stdio server, spawned by the proxy). Nothing is
 written to stdout; logs go to stderr.
 """
 
@@ -148,11 +149,21 @@ async def slow_count(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    parser.add_argument("--port", type=int, required=True, help="port to listen on")
+    parser.add_argument("--port", type=int, help="port to listen on (HTTP transports)")
     parser.add_argument(
-        "--transport", choices=["sse", "streamable-http"], default="sse", help="legacy transport"
+        "--transport",
+        choices=["sse", "streamable-http", "stdio"],
+        default="sse",
+        help="legacy transport",
     )
     args = parser.parse_args()
+    if args.transport == "stdio":
+        # stdout is the protocol's: nothing else may write there.
+        mcp.settings.log_level = "WARNING"
+        mcp.run(transport="stdio")
+        return
+    if args.port is None:
+        parser.error("--port is required for the HTTP transports")
     mcp.settings.host = args.host
     mcp.settings.port = args.port
     # Thousands of paused calls at once: uvicorn's access log would dominate the run.

@@ -6,16 +6,14 @@
 //! or with hand-built HTTP requests ([`support::RawClient`]).
 #![forbid(unsafe_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 pub mod support;
 
-/// The root of the mcp-migrate workspace.
+/// The root of the mcp-migrate workspace, found at run time (see
+/// [`mcp_migrate_workspace_bins::workspace_root`]: a test binary may outlive its checkout).
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ sits inside the workspace")
-        .to_path_buf()
+    mcp_migrate_workspace_bins::workspace_root(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// The vendored copy of the official MCP JSON schema of protocol revision `version`

@@ -114,16 +114,9 @@ async fn through_the_proxy(sdk: LegacySdk, kind: BackendKind) {
     };
     let name = name.as_str();
     within(TEST_LIMIT, name, async {
-        let options = backend.into_options(ProxyOptions {
-            // The suite leaves seven paused calls behind (scenarios that never retry); each
-            // holds a legacy lane until --pause-ttl. The stdio default (4 processes) would make
-            // later scenarios wait for that TTL; HTTP's default (32 sessions) is enough.
-            pool_size: (kind == BackendKind::Stdio).then_some(16),
-            // Like the other end-to-end tests: wide enough that the multiple-inputs tool's three
-            // concurrent pushes make one round on a loaded CI machine.
-            batch_window: Some("100ms".into()),
-            ..ProxyOptions::default()
-        });
+        // Default flags, as users run it: the suite leaves seven paused calls behind (scenarios
+        // that never retry); on stdio they stay parked on the children that run the next calls.
+        let options = backend.into_options(ProxyOptions::default());
         let stack = Stack::start(kind, options).await;
         let baseline_file = match sdk {
             LegacySdk::Python => "expected-failures-python.yml",

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcp_migrate_tests::support::{
-    assert_error, binaries_async, metric, within, Backend, BackendKind, LegacySseServer,
-    LegacyTsServer, Proxy, ProxyOptions, RawClient, RawResponse, Stack,
+    assert_error, binaries_async, metric, wait_until, within, Backend, BackendKind,
+    LegacySseServer, LegacyTsServer, Proxy, ProxyOptions, RawClient, RawResponse, Stack,
 };
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
@@ -207,7 +207,16 @@ async fn each_tool_lands_where_its_requests_arrive_on_a_typescript_sdk_server() 
 /// `Retry-After`, JSON-RPC -32000 naming `pool-size`), counted in `/metrics`; no pause is
 /// dropped, and once a pause is answered its lane serves the refused caller's retry.
 async fn a_new_call_is_refused_when_paused_calls_hold_every_lane(kind: BackendKind) {
-    let stack = Stack::start(kind, ProxyOptions::one_lane()).await;
+    // On stdio a child holds many paused calls (`--max-paused-per-lane`): one each here, so the
+    // one paused call holds the only child.
+    let stack = Stack::start(
+        kind,
+        ProxyOptions {
+            extra_args: vec!["--max-paused-per-lane".into(), "1".into()],
+            ..ProxyOptions::one_lane()
+        },
+    )
+    .await;
     let raw = stack.raw();
     let first = ask(&raw, 1).await;
     let (requests, state) = first.input_required();
@@ -221,8 +230,9 @@ async fn a_new_call_is_refused_when_paused_calls_hold_every_lane(kind: BackendKi
     let message = assert_error(&refused, &refused_request, &[-32000]);
     assert!(message.contains("paused calls"), "{message}");
     assert_eq!(refused.error()["data"]["limit"], "pool-size");
+    // Not queued until the request times out (60 s); 30 s holds on a loaded 2-core machine.
     assert!(
-        started.elapsed() < Duration::from_secs(10),
+        started.elapsed() < Duration::from_secs(30),
         "{:?}",
         started.elapsed()
     );
@@ -246,12 +256,20 @@ async fn a_new_call_is_refused_when_paused_calls_hold_every_lane(kind: BackendKi
 
 /// The legacy server goes away under a paused call: the retry is told the call was evicted and
 /// why, never that it expired.
-async fn a_pause_whose_session_ended_is_told_it_was_evicted(raw: &RawClient, kill: impl FnOnce()) {
+async fn a_pause_whose_session_ended_is_told_it_was_evicted(
+    proxy: &Proxy,
+    raw: &RawClient,
+    kill: impl FnOnce(),
+) {
     let paused = ask(raw, 7).await;
     let (_, state) = paused.input_required();
     kill();
-    // The sweep runs every second.
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // The sweep (every second) finds the session gone and evicts the pause.
+    let evicted = "mcp_proxy_pause_expiries_total{cause=\"evicted\"}";
+    wait_until(Duration::from_secs(30), evicted, || async {
+        metric(&proxy.metrics().await, evicted) == 1.0
+    })
+    .await;
     let mut retry = raw.retry_request("ask_name", json!({}), json!({}), Some(state));
     retry.set_header("Authorization", &bearer(7));
     let told = raw.send(&retry).await;
@@ -268,7 +286,8 @@ async fn an_evicted_pause_is_told_why_rmcp() {
         let mut stack = Stack::start(BackendKind::Http, ProxyOptions::default()).await;
         let raw = stack.raw();
         let legacy = stack.legacy.as_mut().expect("an HTTP backend");
-        a_pause_whose_session_ended_is_told_it_was_evicted(&raw, || legacy.kill()).await;
+        a_pause_whose_session_ended_is_told_it_was_evicted(&stack.proxy, &raw, || legacy.kill())
+            .await;
         let metrics = stack.proxy.metrics().await;
         assert_eq!(
             metric(
@@ -295,7 +314,7 @@ async fn an_evicted_pause_is_told_why_python_shared_session() {
             answer(&raw, 1, requests, state).await.text(),
             "Hello, Person 1!"
         );
-        a_pause_whose_session_ended_is_told_it_was_evicted(&raw, || legacy.kill()).await;
+        a_pause_whose_session_ended_is_told_it_was_evicted(&proxy, &raw, || legacy.kill()).await;
     })
     .await;
 }
@@ -307,21 +326,15 @@ async fn no_cross_talk_when_a_lane_is_recycled(kind: BackendKind) {
     let stack = Stack::start(kind, ProxyOptions::one_lane()).await;
     let raw = stack.raw();
     for round in 0..3 {
-        // A call that sends progress for 2 s, abandoned after 300 ms.
+        // A call that sends progress for 2 s, abandoned at its first progress.
         let mut request = raw.tool_request("slow_count", json!({"n": 100}));
         request.body["params"]["_meta"]["progressToken"] = json!("left-behind");
         request.set_header("Authorization", &bearer(100 + round));
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .timeout(Duration::from_millis(300))
-            .build()
-            .unwrap();
-        let mut builder = client.post(raw.url()).json(&request.body);
-        for (name, value) in &request.headers {
-            builder = builder.header(name.as_str(), value.as_str());
-        }
-        let left = async { builder.send().await?.text().await }.await;
-        assert!(left.is_err(), "slow_count finished too early: {left:?}");
+        let left = raw.hang_up_after_progress(&request).await;
+        assert!(
+            left.is_ok(),
+            "slow_count finished without progress: {left:?}"
+        );
 
         // The next caller, on the only lane the pool may have.
         let mut next = raw.tool_request("ask_name", json!({}));
@@ -380,6 +393,11 @@ async fn eviction_counts_start_up_time() {
             ProxyOptions {
                 pool_size: Some(2),
                 legacy_binary: Some(wrapper),
+                // A paused call holds its child, and no spare is started ahead: the second call
+                // waits for a start, which is what this test is about.
+                extra_args: ["--max-paused-per-lane", "1", "--spare-lanes", "0"]
+                    .map(String::from)
+                    .to_vec(),
                 ..ProxyOptions::default()
             },
         )
@@ -395,6 +413,156 @@ async fn eviction_counts_start_up_time() {
             "{:?}",
             started.elapsed()
         );
+        let (second_requests, second_state) = second.input_required();
+        let done = answer(&raw, 1, first_requests, first_state).await;
+        assert_eq!(done.text(), "Hello, Person 1!", "{done:#?}");
+        let done = answer(&raw, 2, second_requests, second_state).await;
+        assert_eq!(done.text(), "Hello, Person 2!", "{done:#?}");
+    })
+    .await;
+}
+
+/// A stdio legacy server (Python FastMCP) behind the proxy with default flags: 100 people leave
+/// a form open at once (each from their own principal) and the server still serves everyone
+/// else, none refused; then all 100 answer and each gets their own result. Paused calls stay
+/// parked on the children that run the next calls.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_pauses_on_a_stdio_python_server_leave_new_calls_served() {
+    const PAUSES: usize = 100;
+    binaries_async().await;
+    within(
+        Duration::from_secs(300),
+        "100 pauses (Python, stdio)",
+        async {
+            let python = mcp_migrate_tests::support::python::legacy_sse_python_async().await;
+            let proxy = Proxy::start(ProxyOptions {
+                backend: Backend::Stdio,
+                legacy_binary: Some(python),
+                legacy_args: vec![mcp_migrate_tests::workspace_root()
+                    .join("tests/legacy-sse-server/server.py")
+                    .into()],
+                ..ProxyOptions::default()
+            })
+            .await;
+            let raw = Arc::new(proxy.raw());
+            let mut calls = JoinSet::new();
+            for i in 0..PAUSES {
+                let raw = Arc::clone(&raw);
+                calls.spawn(async move { (i, ask(&raw, i).await) });
+            }
+            let mut paused = Vec::with_capacity(PAUSES);
+            while let Some(outcome) = calls.join_next().await {
+                let (i, response) = outcome.expect("a call task");
+                assert_eq!(
+                    response.result_type(),
+                    Some("input_required"),
+                    "call {i} did not pause: {response:#?}"
+                );
+                let (requests, state) = response.input_required();
+                paused.push((i, requests.clone(), state.to_owned()));
+            }
+            let metrics = proxy.metrics().await;
+            assert_eq!(metric(&metrics, "mcp_proxy_paused_calls"), PAUSES as f64);
+
+            // Everyone else is served while the 100 wait, concurrently.
+            let mut others = JoinSet::new();
+            for i in 0..20 {
+                let raw = Arc::clone(&raw);
+                others.spawn(async move {
+                    let mut request =
+                        raw.tool_request("echo", json!({"text": format!("served {i}")}));
+                    request.set_header("Authorization", &bearer(1000 + i));
+                    (i, raw.send(&request).await)
+                });
+            }
+            while let Some(outcome) = others.join_next().await {
+                let (i, response) = outcome.expect("an echo task");
+                assert_eq!(response.status, 200, "{response:#?}");
+                assert_eq!(response.text(), format!("served {i}"), "{response:#?}");
+            }
+            let metrics = proxy.metrics().await;
+            assert_eq!(
+                metric(
+                    &metrics,
+                    "mcp_proxy_rejections_total{reason=\"lane_capacity\"}"
+                ),
+                0.0,
+                "no call was refused"
+            );
+            assert!(
+                metric(&metrics, "mcp_proxy_lanes_open") <= 4.0,
+                "the default --pool-size bounds the children"
+            );
+
+            let mut retries = JoinSet::new();
+            for (i, requests, state) in paused {
+                let raw = Arc::clone(&raw);
+                retries.spawn(async move { (i, answer(&raw, i, &requests, &state).await) });
+            }
+            while let Some(outcome) = retries.join_next().await {
+                let (i, response) = outcome.expect("a retry task");
+                assert_eq!(
+                    response.text(),
+                    format!("Hello, Person {i}!"),
+                    "retry {i} got someone else's answer or none: {response:#?}"
+                );
+            }
+            let metrics = proxy.metrics().await;
+            assert_eq!(metric(&metrics, "mcp_proxy_paused_calls"), 0.0);
+        },
+    )
+    .await;
+}
+
+/// A warm spare: while a call holds the only child of its profile (its pause holds it, with one
+/// paused call per child), the pool has already started the next child, and the next call runs
+/// there without waiting for a process to start. The wrapper numbers the children it starts and
+/// makes the fourth and later hang instead of starting: only children started ahead of time can
+/// serve. (stdio spares are started processes, initialized with the capabilities of the call that
+/// takes one.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_gets_a_started_spare_when_every_lane_is_held() {
+    let binaries = binaries_async().await;
+    within(Duration::from_secs(120), "spare lane", async {
+        let dir = tempfile::tempdir().unwrap();
+        let wrapper = dir.path().join("counted-legacy-server");
+        std::fs::write(
+            &wrapper,
+            format!(
+                "#!/bin/sh\nmkdir '{dir}/spawn.'$$\nn=$(ls -d '{dir}'/spawn.* | wc -l)\nif [ \"$n\" -gt 3 ]; then exec sleep 600; fi\ntouch '{dir}/started.'$n\nexec '{server}' \"$@\"\n",
+                dir = dir.path().display(),
+                server = binaries.legacy_server.display()
+            ),
+        )
+        .unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let stack = Stack::start(
+            BackendKind::Stdio,
+            ProxyOptions {
+                legacy_binary: Some(wrapper),
+                extra_args: vec!["--max-paused-per-lane".into(), "1".into()],
+                ..ProxyOptions::default()
+            },
+        )
+        .await;
+        let raw = stack.raw();
+        // Child 1 is the start-up lane (no capabilities); children 2 and 3 the spares started
+        // with it (`--spare-lanes` 2): the first call takes child 2, and the spare started to
+        // replace it is child 4, which hangs.
+        let first = ask(&raw, 1).await;
+        let (first_requests, first_state) = first.input_required();
+        let third = dir.path().join("started.3");
+        while !third.exists() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // Every lane of the call's profile is held: the next call runs on child 3, which was
+        // started before it arrived (a child started for it would hang; without spares the
+        // wait above would never end).
+        let second = ask(&raw, 2).await;
         let (second_requests, second_state) = second.input_required();
         let done = answer(&raw, 1, first_requests, first_state).await;
         assert_eq!(done.text(), "Hello, Person 1!", "{done:#?}");

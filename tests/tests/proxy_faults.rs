@@ -12,9 +12,30 @@ use std::time::{Duration, Instant};
 
 use mcp_migrate_tests::per_backend;
 use mcp_migrate_tests::support::{
-    assert_error, tool_text, BackendKind, Proxy, ProxyOptions, RawClient, Script, Stack, StreamItem,
+    assert_error, metric, tool_text, wait_until, BackendKind, Proxy, ProxyOptions, RawClient,
+    Script, Stack, StreamItem, LOG_WAIT,
 };
 use serde_json::{json, Value};
+
+/// How long a test waits for an event (a message, a metric, a readiness check) on a loaded
+/// 2-core machine; the wait ends as soon as the event happened.
+const EVENT: Duration = Duration::from_secs(30);
+
+/// Waits until `series` of the proxy's `/metrics` satisfies `holds`.
+async fn wait_for_metric(proxy: &Proxy, series: &str, holds: impl Fn(f64) -> bool) {
+    wait_until(EVENT, series, || async {
+        holds(metric(&proxy.metrics().await, series))
+    })
+    .await;
+}
+
+/// Waits until `/readyz` reports the `store` check as `writable`.
+async fn wait_for_store_check(proxy: &Proxy, writable: bool) {
+    wait_until(EVENT, "the readiness check of the store", || async {
+        proxy.readiness().await["checks"]["store"] == writable
+    })
+    .await;
+}
 
 /// What a lost pause may be answered with.
 const LOST_CODES: &[i64] = &[-32603, -32602];
@@ -170,12 +191,18 @@ async fn a_backend_crash_mid_call_fails_the_call(kind: BackendKind) {
             (request, response)
         })
     };
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    // The call holds a lane: from now on a dead backend fails it (before, the proxy would
+    // start a fresh backend and the call would run its 60 s).
+    wait_for_metric(&stack.proxy, "mcp_proxy_lanes_leased", |leased| {
+        leased >= 1.0
+    })
+    .await;
     let started = Instant::now();
     kill_backend(&mut stack).await;
     let (request, response) = call.await.unwrap();
+    // A hang would last the call's 60 s; a loaded machine fails it well within 30 s.
     assert!(
-        started.elapsed() < Duration::from_secs(10),
+        started.elapsed() < Duration::from_secs(30),
         "the client waited {:?} for a dead backend",
         started.elapsed()
     );
@@ -207,12 +234,13 @@ async fn a_backend_crash_ends_listen_streams_with_an_error(kind: BackendKind) {
     let raw = stack.raw().with_capabilities(json!({}));
     let filter = json!({ "resourceSubscriptions": ["test://watched"] });
     let mut stream = raw.listen(filter.clone()).await;
-    let ack = stream.expect_message(Duration::from_secs(10)).await;
+    let ack = stream.expect_message(EVENT).await;
     assert_eq!(ack["params"]["notifications"], filter, "{ack}");
     kill_backend(&mut stack).await;
     restart_backend(&mut stack).await;
     let started = Instant::now();
-    let ended = stream.expect_message(Duration::from_secs(20)).await;
+    // Under the backend's 30 s idle timeout, which would also end it: the death was seen.
+    let ended = stream.expect_message(Duration::from_secs(25)).await;
     assert_eq!(ended["id"], stream.id, "{ended}");
     assert_eq!(ended["error"]["code"], -32603, "{ended}");
     assert!(
@@ -226,18 +254,18 @@ async fn a_backend_crash_ends_listen_streams_with_an_error(kind: BackendKind) {
         StreamItem::End
     );
     assert!(
-        started.elapsed() < Duration::from_secs(15),
+        started.elapsed() < Duration::from_secs(25),
         "{:?}",
         started.elapsed()
     );
     let mut stream = raw.listen(filter.clone()).await;
-    let ack = stream.expect_message(Duration::from_secs(10)).await;
+    let ack = stream.expect_message(EVENT).await;
     assert_eq!(ack["params"]["notifications"], filter, "{ack}");
     let touched = raw
         .call_tool("touch_resource", json!({ "uri": "test://watched" }))
         .await;
     assert_eq!(touched.text(), "told 1", "{touched:#?}");
-    let updated = stream.expect_message(Duration::from_secs(10)).await;
+    let updated = stream.expect_message(EVENT).await;
     assert_eq!(updated["params"]["uri"], "test://watched", "{updated}");
 }
 
@@ -262,7 +290,8 @@ async fn an_unwritable_store_refuses_new_pauses_but_passes_through() {
         let moved = store.with_extension("moved");
         std::fs::rename(&store, &moved).unwrap();
         std::fs::write(&store, b"not a directory").unwrap();
-        tokio::time::sleep(Duration::from_millis(2500)).await;
+        // The proxy probes the store periodically; `/readyz` shows what it found.
+        wait_for_store_check(&stack.proxy, false).await;
 
         let request = raw.tool_request("ask_name", json!({}));
         let response = raw.send(&request).await;
@@ -280,7 +309,7 @@ async fn an_unwritable_store_refuses_new_pauses_but_passes_through() {
 
         std::fs::remove_file(&store).unwrap();
         std::fs::rename(&moved, &store).unwrap();
-        tokio::time::sleep(Duration::from_millis(2500)).await;
+        wait_for_store_check(&stack.proxy, true).await;
         let after = pause_ask_name(&raw).await;
         // Both pauses, before and after the outage, complete.
         for (requests, state) in [before, after] {
@@ -309,28 +338,34 @@ async fn a_client_that_never_retries_is_swept(kind: BackendKind) {
     .await;
     let raw = stack.raw();
     let _abandoned = pause_ask_name(&raw).await;
-    tokio::time::sleep(Duration::from_millis(2000)).await;
+    // Over HTTP the legacy call is cancelled; on stdio, where the child holds other paused
+    // calls, the handler first gets its elicitation answered `cancel` and ends by itself.
+    let ended = match kind {
+        BackendKind::Http => "cancelled the legacy call",
+        BackendKind::Stdio => "the legacy call ended by itself once its requests were refused",
+    };
+    let swept = stack
+        .proxy
+        .logs_within(LOG_WAIT, |line| {
+            line.contains(ended)
+                && line.contains("did not retry in time")
+                && (kind == BackendKind::Stdio || line.contains("delivered=true"))
+        })
+        .await;
     let log = stack.proxy.log_lines().join("\n");
+    assert!(swept, "{log}");
     assert!(
         log.contains("pause expired: cancelling the legacy call"),
         "{log}"
     );
-    assert!(
-        log.lines()
-            .any(|line| line.contains("cancelled the legacy call")
-                && line.contains("did not retry in time")
-                && line.contains("delivered=true")),
-        "{log}"
-    );
-    let started = Instant::now();
+    // The sweep gave the lane back (the paused call held the only one).
+    wait_for_metric(&stack.proxy, "mcp_proxy_lanes_leased", |leased| {
+        leased == 0.0
+    })
+    .await;
     assert_eq!(
         raw.call_tool("echo", json!({"text": "free"})).await.text(),
         "free"
-    );
-    assert!(
-        started.elapsed() < Duration::from_millis(1500),
-        "the lane was not freed by the sweep ({:?})",
-        started.elapsed()
     );
 }
 

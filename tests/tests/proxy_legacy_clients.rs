@@ -559,43 +559,47 @@ async fn a_cancelled_request_ends_and_the_session_goes_on() {
     let (status, session, body) = initialize(proxy.url(), "2025-11-25").await;
     assert_eq!(status, 200, "{body}");
     let session = session.expect("a session id");
-    let call = |id: u64, n: u64| {
+    let call = |id: u64, name: &str, arguments: Value| {
         http()
             .post(proxy.url())
             .header("mcp-session-id", &session)
             .header("accept", "application/json")
             .json(&json!({
                 "jsonrpc": "2.0", "id": id, "method": "tools/call",
-                "params": {"name": "slow_count", "arguments": {"n": n}, "_meta": {"progressToken": id}}
+                "params": {"name": name, "arguments": arguments, "_meta": {"progressToken": id}}
             }))
             .send()
     };
     let started = std::time::Instant::now();
-    let slow = tokio::spawn(call(1, 100));
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let cancel = http()
-        .post(proxy.url())
-        .header("mcp-session-id", &session)
-        .json(
-            &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                      "params": {"requestId": 1, "reason": "the user gave up"}}),
-        )
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(cancel.status().as_u16(), 202);
+    let slow = tokio::spawn(call(1, "rounds", json!({"n": 0, "sleep_ms": 20000})));
+    // A cancellation that overtakes its call is ignored, as the spec says: cancel until the call
+    // ends (no guess of when it reached the proxy).
+    while !slow.is_finished() {
+        let cancel = http()
+            .post(proxy.url())
+            .header("mcp-session-id", &session)
+            .json(
+                &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                          "params": {"requestId": 1, "reason": "the user gave up"}}),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(cancel.status().as_u16(), 202);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let slow = slow.await.unwrap().expect("the cancelled POST is answered");
     let body: Value = slow.json().await.unwrap();
     assert!(
-        started.elapsed() < Duration::from_millis(1500),
-        "slow_count 100 takes 2 s; the cancelled call ended after {:?}: {body}",
+        started.elapsed() < Duration::from_secs(10),
+        "the call takes 20 s; the cancelled call ended after {:?}: {body}",
         started.elapsed()
     );
     assert!(
         body.get("result").is_none(),
         "no result for a cancelled call: {body}"
     );
-    let next = call(2, 2).await.unwrap();
+    let next = call(2, "slow_count", json!({"n": 2})).await.unwrap();
     let next: Value = next.json().await.unwrap();
     assert_eq!(next["result"]["content"][0]["text"], "counted 2", "{next}");
 }

@@ -173,8 +173,10 @@ async fn a_killed_owner_gives_a_clear_error_at_once(kind: BackendKind) {
     cluster.proxies[0].kill();
     let started = Instant::now();
     let retry = retry_on(&cluster, 1, &requests, &state, "Ada").await;
+    // "At once": the dead owner refuses the forward; a forward left to time out would take the
+    // 30 s idle timeout. 15 s holds on a loaded 2-core machine.
     assert!(
-        started.elapsed() < Duration::from_secs(5),
+        started.elapsed() < Duration::from_secs(15),
         "answered in {:?}",
         started.elapsed()
     );
@@ -184,7 +186,8 @@ async fn a_killed_owner_gives_a_clear_error_at_once(kind: BackendKind) {
         message.contains("send the original request again"),
         "{message}"
     );
-    // Once the registration has gone too, the answer is the same, from the store alone.
+    // Once the registration has gone too (Redis expires it 3 s after the last heartbeat, by its
+    // own clock), the answer is the same, from the store alone.
     tokio::time::sleep(Duration::from_secs(4)).await;
     let again = retry_on(&cluster, 2, &requests, &state, "Ada").await;
     let message = error_message(&again);
@@ -210,14 +213,15 @@ async fn a_restarted_redis_gives_clear_errors_then_recovers(kind: BackendKind) {
         paused.error_code().is_some(),
         "no pause without the store: {paused:#?}"
     );
+    // Errors, not hangs (unbounded); 30 s holds on a loaded 2-core machine.
     assert!(
-        started.elapsed() < Duration::from_secs(15),
+        started.elapsed() < Duration::from_secs(30),
         "{:?}",
         started.elapsed()
     );
     // Redis back (empty): the old pause is lost, clearly; new calls pause and resume anywhere.
     cluster.redis.restart().await;
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let fresh = cluster.client(1).call_tool("ask_name", json!({})).await;
         if fresh.result_type() == Some("input_required") {

@@ -37,11 +37,13 @@ async fn children_outlive_a_killed_proxy() {
                 sdk.name()
             );
             stack.proxy.kill_proxy_only();
-            let deadline = Instant::now() + Duration::from_secs(5);
+            // The kernel signals them at once; a loaded 2-core machine may take seconds to run
+            // their exit. Children left to live would never die.
+            let deadline = Instant::now() + Duration::from_secs(30);
             while children.iter().any(|&pid| is_alive(pid)) {
                 assert!(
                     Instant::now() < deadline,
-                    "{}: legacy children {children:?} outlived the SIGKILLed proxy by 5 s",
+                    "{}: legacy children {children:?} outlived the SIGKILLed proxy by 30 s",
                     sdk.name()
                 );
                 tokio::time::sleep(Duration::from_millis(20)).await;

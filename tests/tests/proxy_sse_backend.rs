@@ -134,8 +134,9 @@ async fn a_crashed_sse_server_loses_the_pause_and_comes_back() {
             message.contains("evicted: its legacy session ended"),
             "{message}"
         );
+        // The proxy opens a new SSE session: at least 60 s of tries for a loaded 2-core machine.
         let mut echoed = None;
-        for _ in 0..50 {
+        for _ in 0..300 {
             let response = raw.call_tool("echo", json!({ "text": "back" })).await;
             if response.message.get("result").is_some() {
                 echoed = Some(response.text());

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use mcp_migrate_tests::per_backend;
 use mcp_migrate_tests::support::{
-    assert_error, BackendKind, ProxyOptions, RawClient, RawResponse, Script, Stack,
+    assert_error, metric, wait_until, BackendKind, ProxyOptions, RawClient, RawResponse, Script,
+    Stack,
 };
 use serde_json::{json, Value};
 
@@ -350,7 +351,12 @@ async fn an_expired_pause_is_rejected_and_frees_the_lane(kind: BackendKind) {
     .await;
     let raw = stack.raw();
     let (requests, state) = round_one(&raw, "ask_name", json!({})).await;
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // The TTL sweep (every second) expires the pause and frees its lane.
+    let expired = "mcp_proxy_pause_expiries_total{cause=\"ttl\"}";
+    wait_until(Duration::from_secs(30), expired, || async {
+        metric(&stack.proxy.metrics().await, expired) == 1.0
+    })
+    .await;
     let request = raw.retry_request("ask_name", json!({}), answers(&requests), Some(&state));
     let response = raw.send(&request).await;
     let message = assert_error(&response, &request, &[INVALID_PARAMS]);

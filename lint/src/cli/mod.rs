@@ -125,16 +125,37 @@ pub enum ColorChoice {
     Never,
 }
 
-/// Runs the linter with the process arguments (`cargo mcp-lint` passes `mcp-lint` first).
+/// Which binary runs: they differ only in the name they print and in the leading argument cargo
+/// passes a subcommand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Program {
+    /// `cargo-mcp-lint`, run directly or as `cargo mcp-lint` (which passes `mcp-lint` first).
+    CargoSubcommand,
+    /// `mcp-lint`, the standalone binary of the Python and npm packages (docs/lint/install.md).
+    Standalone,
+}
+
+/// Runs `cargo-mcp-lint` with the process arguments.
 pub fn main() -> ExitCode {
+    main_as(Program::CargoSubcommand)
+}
+
+/// Runs the linter as `program` with the process arguments.
+pub fn main_as(program: Program) -> ExitCode {
     let mut arguments: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if arguments
-        .get(1)
-        .is_some_and(|argument| argument == "mcp-lint")
-    {
-        arguments.remove(1);
+    let mut command = Args::command();
+    match program {
+        Program::CargoSubcommand => {
+            if arguments
+                .get(1)
+                .is_some_and(|argument| argument == "mcp-lint")
+            {
+                arguments.remove(1);
+            }
+        }
+        Program::Standalone => command = command.name("mcp-lint").bin_name("mcp-lint"),
     }
-    let matches = match Args::command().try_get_matches_from(arguments) {
+    let matches = match command.try_get_matches_from(arguments) {
         Ok(matches) => matches,
         Err(error) => {
             let code = if error.use_stderr() {

@@ -357,10 +357,8 @@ fn sarif_report_is_valid_against_the_sarif_2_1_0_schema() {
     // The official OASIS schema (`$id` https://raw.githubusercontent.com/oasis-tcs/sarif-spec/
     // master/Schemata/sarif-schema-2.1.0.json), copied unchanged from `src/schema.json` of the
     // crate serde-sarif 0.8.0 on crates.io (SHA-256 af47e7b6...5cea).
-    let schema_path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tests/schemas/sarif-2.1.0.json"
-    );
+    let schema_path = mcp_migrate_workspace_bins::workspace_root(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/schemas/sarif-2.1.0.json");
     let schema: Value =
         serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
     let validator = jsonschema::options()

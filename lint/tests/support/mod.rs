@@ -7,20 +7,16 @@ use std::process::{Command, Output};
 
 /// The root of the mcp-migrate workspace.
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
+    mcp_migrate_workspace_bins::workspace_root(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// Runs `cargo-mcp-lint ARGS` in `dir`, without colours.
 pub fn lint_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cargo-mcp-lint"))
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
+    let mut command = Command::new(env!("CARGO_BIN_EXE_cargo-mcp-lint"));
+    command.args(args).current_dir(dir).env("NO_COLOR", "1");
+    command
         .output()
-        .expect("the binary runs")
+        .unwrap_or_else(|e| panic!("{}", mcp_migrate_workspace_bins::spawn_error(&command, &e)))
 }
 
 /// Output bytes as text.

@@ -97,7 +97,14 @@ pub(crate) enum CallTag {
 #[derive(Default)]
 struct CoreState {
     pending: HashMap<u64, PendingEntry>,
+    /// The route of the call that runs on the lane (exclusive leases): what the lane receives
+    /// that names no call goes there.
     lease: Option<LeaseRoute>,
+    /// Routes of paused calls that gave the lane up while they wait for their clients (a lane
+    /// that holds many paused calls, see `pool.rs`), by lease generation: their handlers are
+    /// blocked on the legacy side, so nothing unattributed is theirs; what names one of their
+    /// server requests (a withdrawal) still reaches them, and their answers are noted.
+    parked: HashMap<u64, LeaseRoute>,
     lease_generation: u64,
     progress: HashMap<String, mpsc::Sender<Value>>,
     /// Call routes by the call's legacy id.
@@ -289,6 +296,7 @@ impl LaneCore {
         let state = self.state();
         let busy = !state.pending.is_empty()
             || state.lease.is_some()
+            || !state.parked.is_empty()
             || !state.calls.is_empty()
             || !state.cancels_open.is_empty();
         (!busy).then(|| state.last_active.unwrap_or(self.created).elapsed())
@@ -578,7 +586,8 @@ impl LaneCore {
         let route = state
             .lease
             .as_ref()
-            .filter(|r| r.generation == generation)?;
+            .filter(|r| r.generation == generation)
+            .or_else(|| state.parked.get(&generation))?;
         let waiting = route.calls.iter().any(|id| state.pending.contains_key(id));
         Some((route.asked, waiting))
     }
@@ -628,12 +637,55 @@ impl LaneCore {
                 state.last_active = Some(Instant::now());
                 state.lease.take()
             } else {
-                None
+                let parked = state.parked.remove(&generation);
+                if parked.is_some() {
+                    state.last_active = Some(Instant::now());
+                }
+                parked
             }
         };
         if let Some(route) = route {
             self.answer_unanswered(route.delivered);
         }
+    }
+
+    /// The running lease `generation` gives the lane up while its call waits for its client:
+    /// its route is kept aside (see `CoreState::parked`) and the lane takes another call.
+    /// Returns whether that lease was the running one.
+    pub fn park_lease(&self, generation: u64) -> bool {
+        let mut state = self.state();
+        match state.lease.take() {
+            Some(route) if route.generation == generation => {
+                state.parked.insert(generation, route);
+                true
+            }
+            other => {
+                state.lease = other;
+                false
+            }
+        }
+    }
+
+    /// The parked lease `generation` runs again: its route takes the lane back. Refused while
+    /// another lease runs (the pool grants the lane to one running call at a time).
+    pub fn unpark_lease(&self, generation: u64) -> bool {
+        let mut state = self.state();
+        if state.lease.is_some() {
+            return false;
+        }
+        match state.parked.remove(&generation) {
+            Some(route) => {
+                state.lease = Some(route);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Paused calls whose routes are parked on this lane.
+    #[cfg(test)]
+    pub fn parked_count(&self) -> usize {
+        self.state().parked.len()
     }
 
     /// Notes that a server request was answered (by the lease holder or a routed call).
@@ -647,7 +699,14 @@ impl LaneCore {
             return;
         }
         if let Some(route) = state.lease.as_mut() {
-            route.delivered.remove(&key);
+            if route.delivered.remove(&key).is_some() {
+                return;
+            }
+        }
+        for route in state.parked.values_mut() {
+            if route.delivered.remove(&key).is_some() {
+                return;
+            }
         }
     }
 
@@ -973,6 +1032,27 @@ impl LaneCore {
                 }
             }
         }
+        if method == "notifications/cancelled" && !state.parked.is_empty() {
+            // The legacy server withdrawing a request it sent to a paused call: that call's.
+            let withdrawn = params.get("requestId").map(value_key);
+            let owner = withdrawn.and_then(|key| {
+                state
+                    .parked
+                    .values()
+                    .find(|route| route.delivered.contains_key(&key))
+            });
+            if let Some(route) = owner {
+                let event = BackendEvent::Notification {
+                    method: method.clone(),
+                    params,
+                };
+                if route.events.try_send(event).is_err() {
+                    let _entered = self.span.enter();
+                    tracing::debug!("a paused call's withdrawal could not be queued");
+                }
+                return;
+            }
+        }
         if let Some(route) = call.and_then(|call| state.calls.get(&call)) {
             let event = BackendEvent::Notification {
                 method: method.clone(),
@@ -1123,6 +1203,63 @@ mod tests {
             Ok(BackendEvent::Notification { method, .. }) if method == "notifications/message"
         ));
         assert!(events.try_recv().is_err());
+    }
+
+    /// A paused call's route is kept aside while another call runs on the lane: what names no
+    /// call goes to the running one, a withdrawal of the paused call's request and its answer
+    /// still reach the paused one, and it gets the lane back only once no call runs.
+    #[tokio::test]
+    async fn a_parked_lease_keeps_its_own_while_another_call_runs() {
+        let (core, sent) = core(&[]);
+        let (paused, mut paused_events) = core.attach_lease(None);
+        core.handle(request(1, "elicitation/create"));
+        assert!(matches!(
+            paused_events.try_recv(),
+            Ok(BackendEvent::ServerRequest { method, .. }) if method == "elicitation/create"
+        ));
+        assert!(core.park_lease(paused));
+        assert_eq!(core.parked_count(), 1);
+        assert!(!core.park_lease(paused), "parked once");
+        assert!(
+            core.idle_for().is_none(),
+            "a lane with a paused call is busy"
+        );
+
+        let (running, mut running_events) = core.attach_lease(None);
+        core.handle(request(2, "sampling/createMessage"));
+        assert!(matches!(
+            running_events.try_recv(),
+            Ok(BackendEvent::ServerRequest { method, .. }) if method == "sampling/createMessage"
+        ));
+        assert!(
+            paused_events.try_recv().is_err(),
+            "nothing unattributed is the paused call's"
+        );
+        core.handle(Message::Notification {
+            method: "notifications/cancelled".into(),
+            params: Some(json!({ "requestId": 1 })),
+        });
+        assert!(matches!(
+            paused_events.try_recv(),
+            Ok(BackendEvent::Notification { method, .. }) if method == "notifications/cancelled"
+        ));
+        assert!(running_events.try_recv().is_err());
+
+        assert!(!core.unpark_lease(paused), "another call runs");
+        core.responded(&json!(1));
+        core.detach_lease(running);
+        // The running call never answered its request: answered locally on detach.
+        assert_eq!(sent.0.lock().unwrap().len(), 1);
+        assert!(core.unpark_lease(paused));
+        assert_eq!(core.parked_count(), 0);
+        core.handle(request(3, "roots/list"));
+        assert!(matches!(
+            paused_events.try_recv(),
+            Ok(BackendEvent::ServerRequest { method, .. }) if method == "roots/list"
+        ));
+        // Its earlier request was answered: only the new one is answered locally on detach.
+        core.detach_lease(paused);
+        assert_eq!(sent.0.lock().unwrap().len(), 2);
     }
 
     #[tokio::test]

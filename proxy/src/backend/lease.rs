@@ -70,6 +70,52 @@ impl Lease {
     pub fn is_shared(&self) -> bool {
         matches!(self.mode, LeaseMode::Shared { .. })
     }
+
+    /// Whether the lane takes other calls while this one is paused (see [`Lease::park`]).
+    pub fn holds_paused(&self) -> bool {
+        self._return
+            .as_ref()
+            .is_some_and(|back| back.pool.holds_paused())
+    }
+
+    /// The call waits for its client: on a lane that holds many paused calls (stdio), the lane
+    /// is given up to the next call; its handler on the legacy side is blocked on its request,
+    /// so whatever the lane receives that names no call is the next call's. Elsewhere (an
+    /// exclusive HTTP session, a shared session) nothing changes.
+    pub fn park(&mut self) {
+        if let Some(back) = self._return.as_mut() {
+            if !back.parked
+                && back.pool.holds_paused()
+                && back.lane.core().park_lease(back.generation)
+            {
+                back.parked = true;
+                back.pool.parked(&back.lane);
+            }
+        }
+    }
+
+    /// The paused call runs again: on a lane that holds many paused calls, waits until the call
+    /// running there (if any) finishes or pauses, then holds the lane. Fails with
+    /// [`BackendError::Crashed`] when the lane is gone.
+    pub async fn unpark(&mut self) -> Result<(), BackendError> {
+        let Some(back) = self._return.as_mut() else {
+            return Ok(());
+        };
+        if !back.parked {
+            return Ok(());
+        }
+        back.pool.take_back(&back.lane).await?;
+        back.parked = false;
+        let core = back.lane.core();
+        if !core.unpark_lease(back.generation) {
+            // The pool granted the lane, so no other route runs: only a lane shut down under
+            // the call gets here.
+            return Err(BackendError::Crashed);
+        }
+        // Cancellations made while this call was parked were other calls'.
+        back.cancelled_before = core.cancelled_count();
+        Ok(())
+    }
 }
 
 impl Drop for Lease {
@@ -89,6 +135,8 @@ pub(super) struct LeaseReturn {
     pub(super) cancelled_before: u64,
     /// The kind this lease probes for [`Attribution`], if it is a probe.
     pub(super) probe: Option<Arc<str>>,
+    /// The call is paused and has given the lane up (see [`Lease::park`]).
+    pub(super) parked: bool,
 }
 
 impl std::fmt::Debug for LeaseReturn {
@@ -103,6 +151,13 @@ impl std::fmt::Debug for LeaseReturn {
 impl Drop for LeaseReturn {
     fn drop(&mut self) {
         let core = self.lane.core();
+        if self.parked {
+            // A paused call that never ran again (its lane died, or the proxy shut down): its
+            // unanswered requests are answered locally, and no call's output is its own.
+            core.detach_lease(self.generation);
+            self.pool.parked_gone(&self.lane);
+            return;
+        }
         let (asked, waiting) = core.lease_report(self.generation).unwrap_or((false, false));
         // A call cancelled or still running may still send output (its response, a late
         // request): the lane goes, rather than to the next call.
@@ -138,7 +193,7 @@ impl Drop for LeaseReturn {
                     if lane.core().cancels_open() == 0 && lane.is_alive() {
                         pool.release(&lane);
                     } else if lane.is_alive() {
-                        pool.retire(&lane);
+                        pool.retire_or_drain(&lane);
                     } else {
                         pool.release(&lane);
                     }
@@ -149,7 +204,7 @@ impl Drop for LeaseReturn {
         // Detach first: from here on the lane answers server requests itself.
         core.detach_lease(self.generation);
         if tainted && self.lane.is_alive() {
-            self.pool.retire(&self.lane);
+            self.pool.retire_or_drain(&self.lane);
         } else {
             self.pool.release(&self.lane);
         }

@@ -101,7 +101,7 @@ pub struct PoolSettings {
     /// (`--call-sessions`; stdio and HTTP+SSE lanes are always exclusive).
     pub call_sessions: CallSessions,
     /// A lane with nothing to do for this long is closed (`--lane-idle-timeout`; the pool keeps
-    /// at least one lane).
+    /// its spare lanes).
     pub lane_idle_timeout: Duration,
     /// Sent with every HTTP request of the pool's lanes: the credentials of the one caller the
     /// pool serves ([`PrincipalPools`]); none for the anonymous pool and stdio.
@@ -109,6 +109,12 @@ pub struct PoolSettings {
     /// Set when a lane's `initialize` was answered 401/403: the legacy server is up and wants
     /// credentials (shared by every pool of the upstream, for `/readyz`).
     pub credentials_wanted: Arc<std::sync::atomic::AtomicBool>,
+    /// stdio: the most paused calls one child holds while other calls run on it
+    /// (`--max-paused-per-lane`; 0: a paused call keeps its child to itself).
+    pub paused_per_lane: usize,
+    /// Started, idle lanes the pool keeps ready while it is below `max_lanes`
+    /// (`--spare-lanes`), so a new call does not wait for a process or session to start.
+    pub spare_lanes: usize,
 }
 
 /// What a legacy server sent on a lane, other than a response to our own requests.
@@ -266,8 +272,6 @@ pub enum BackendError {
     /// HTTP+SSE server, see [`UpstreamTransport::Auto`]).
     #[error("the legacy server does not speak Streamable HTTP there: {0}")]
     NotStreamableHttp(String),
-    /// Every lane the call could use is held by a call waiting for its client, the pool is at
-    /// its limit, and none freed up within the wait: a retryable refusal of the *new* call.
     /// The legacy server refused the caller's credentials (HTTP 401 or 403): the client gets
     /// that status and the server's `WWW-Authenticate` challenge.
     #[error("the legacy server refused the credentials (HTTP {status})")]
@@ -281,10 +285,17 @@ pub enum BackendError {
         "too many callers with credentials at once ({max}, --max-credential-pools); retry later"
     )]
     CallerCapacity { max: usize },
+    /// Every lane the call could use is held by calls waiting for their clients (on stdio: as
+    /// many as `--max-paused-per-lane` on each child), the pool is at its limit, and none freed
+    /// up within the wait: a retryable refusal of the *new* call.
     #[error(
-        "no legacy session is free: all {lanes} (--pool-size) are held by paused calls; retry later"
+        "no legacy lane is free: all {lanes} (--pool-size) are held by paused calls; retry later"
     )]
-    Exhausted { lanes: usize },
+    Exhausted {
+        lanes: usize,
+        /// The paused calls each lane holds at most (0: one, which keeps the lane to itself).
+        paused_per_lane: usize,
+    },
 }
 
 /// A request sent on a lane, waiting for its response.

@@ -35,7 +35,27 @@ pub struct LanePool {
 
 struct Slot {
     lane: Arc<Lane>,
+    /// A call runs on the lane: an exclusive lease that is not parked (see `holds_paused`).
     leased: bool,
+    /// Paused calls parked on the lane, waiting for their clients (lanes that hold many).
+    parked: usize,
+    /// Parked calls waiting to run again on this lane: no new call starts here before them.
+    resuming: usize,
+    /// No new call starts here (a cancelled call's late output may still come); the lane is
+    /// shut down once its parked calls are done.
+    draining: bool,
+}
+
+impl Slot {
+    fn new(lane: Arc<Lane>, leased: bool) -> Self {
+        Slot {
+            lane,
+            leased,
+            parked: 0,
+            resuming: 0,
+            draining: false,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -48,6 +68,8 @@ struct PoolState {
     /// No lane is started before this instant.
     retry_at: Option<Instant>,
     shut_down: bool,
+    /// The profile of the newest correlatable call: spare lanes are started with it.
+    last_profile: Option<CapabilityProfile>,
 }
 
 pub(super) struct PoolShared {
@@ -62,8 +84,9 @@ pub(super) struct PoolShared {
     changes: Arc<ChangeFeed>,
     /// The HTTP transport the legacy server turned out to speak (`--upstream-transport auto`).
     detected: Mutex<UpstreamTransport>,
-    /// stdio: a spawned, not yet initialized child for the next new lane (see `spawn_child`).
-    spare: Mutex<Option<stdio::Spawned>>,
+    /// stdio: spawned, not yet initialized children for the next new lanes (`--spare-lanes`,
+    /// see `top_up_spares`).
+    spares: Mutex<Vec<stdio::Spawned>>,
 }
 
 impl std::fmt::Debug for PoolShared {
@@ -83,6 +106,29 @@ enum Plan {
     Take(Arc<Lane>),
     Create { recycle: Option<Arc<Lane>> },
     Wait,
+}
+
+impl PoolState {
+    fn slot_mut(&mut self, lane: &Arc<Lane>) -> Option<&mut Slot> {
+        self.slots
+            .iter_mut()
+            .find(|slot| Arc::ptr_eq(&slot.lane, lane))
+    }
+}
+
+/// Counts a paused call waiting to run again on its lane (`Slot::resuming`) while it waits; the
+/// count is given back when the wait ends without the lane (also on cancellation).
+struct Resuming<'a>(&'a PoolShared, &'a Arc<Lane>, bool);
+
+impl Drop for Resuming<'_> {
+    fn drop(&mut self) {
+        if self.2 {
+            if let Some(slot) = self.0.state().slot_mut(self.1) {
+                slot.resuming = slot.resuming.saturating_sub(1);
+            }
+            self.0.changed.notify_waiters();
+        }
+    }
 }
 
 /// Holds a "starting" place in the pool; gives it back when dropped (also on cancellation).
@@ -143,6 +189,171 @@ impl PoolShared {
         state.slots.len() != before
     }
 
+    /// Whether `slot` can take a new correlatable call now (if its profile is the call's).
+    fn ready(&self, slot: &Slot) -> bool {
+        !slot.leased
+            && !slot.draining
+            && slot.resuming == 0
+            && slot.parked < self.settings.paused_per_lane.max(1)
+            && slot.lane.is_alive()
+    }
+
+    /// Keeps `--spare-lanes` lanes ready so that a call that finds every started lane busy does
+    /// not wait for a process or a legacy session to start. stdio: started children, initialized
+    /// by the call that takes one (see [`PoolShared::top_up_spares`]). HTTP: starts legacy
+    /// sessions in the background until that many are ready for a new call of the newest
+    /// call's profile (or starting), while the pool is below its maximum and not backing off
+    /// after failed starts.
+    pub(super) fn keep_spares(self: &Arc<Self>) {
+        let want = self.settings.spare_lanes;
+        // A legacy server that wants credentials refuses a lane without them: no spare.
+        let refused = self.settings.credentials.is_empty()
+            && self.settings.credentials_wanted.load(Ordering::Relaxed);
+        if want == 0 || refused {
+            return;
+        }
+        if let BackendSpec::Stdio { program, args } = &self.spec {
+            let mut spares = self.spares();
+            spares.retain_mut(|child| child.is_running());
+            self.top_up_spares(&mut spares, program, args);
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let profile = {
+            let mut state = self.state();
+            let profile = state.last_profile.clone().unwrap_or_default();
+            let ready = state
+                .slots
+                .iter()
+                .filter(|slot| self.ready(slot) && slot.lane.profile() == &profile)
+                .count();
+            let total = state.slots.len() + state.starting.len();
+            let backing_off = state.retry_at.is_some_and(|at| at > Instant::now());
+            if state.shut_down
+                || backing_off
+                || ready + state.starting.len() >= want
+                || total >= self.max_lanes()
+            {
+                return;
+            }
+            state.starting.push(profile.clone());
+            profile
+        };
+        let pool = Arc::clone(self);
+        runtime.spawn(async move {
+            match pool.create_slot(&profile, None, false).await {
+                Ok(lane) => lane
+                    .core()
+                    .span
+                    .in_scope(|| tracing::debug!("a spare lane is ready for the next call")),
+                Err(error) => tracing::debug!(%error, "starting a spare lane failed"),
+            }
+            pool.changed.notify_waiters();
+        });
+    }
+
+    /// Whether this pool's lanes hold many paused calls each (stdio, `--max-paused-per-lane`
+    /// above 0): a paused call gives its lane up to the next call and takes it back to resume,
+    /// since a legacy handler blocked on its request sends nothing until it is answered. HTTP
+    /// lanes stay exclusive: a session is cheap and the pool is sized to the paused calls.
+    pub(super) fn holds_paused(&self) -> bool {
+        self.settings.paused_per_lane > 0 && matches!(self.spec, BackendSpec::Stdio { .. })
+    }
+
+    /// A running call on `lane` paused: the lane takes another call.
+    pub(super) fn parked(&self, lane: &Arc<Lane>) {
+        {
+            let mut state = self.state();
+            if let Some(slot) = state.slot_mut(lane) {
+                slot.leased = false;
+                slot.parked += 1;
+            }
+        }
+        self.changed.notify_waiters();
+    }
+
+    /// A paused call on `lane` runs again: waits until no call runs there (paused calls waiting
+    /// to resume go before new calls), then holds the lane. Fails when the lane is gone.
+    pub(super) async fn take_back(&self, lane: &Arc<Lane>) -> Result<(), BackendError> {
+        let mut waiting = Resuming(self, lane, false);
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            {
+                let mut state = self.state();
+                let Some(slot) = state.slot_mut(lane) else {
+                    return Err(BackendError::Crashed);
+                };
+                if !slot.lane.is_alive() {
+                    return Err(BackendError::Crashed);
+                }
+                if !slot.leased {
+                    slot.leased = true;
+                    slot.parked = slot.parked.saturating_sub(1);
+                    if std::mem::take(&mut waiting.2) {
+                        slot.resuming = slot.resuming.saturating_sub(1);
+                    }
+                    return Ok(());
+                }
+                if !waiting.2 {
+                    slot.resuming += 1;
+                    waiting.2 = true;
+                }
+            }
+            let _ = tokio::time::timeout(RESCAN, changed).await;
+        }
+    }
+
+    /// A paused call on `lane` ended without running again (its lane died, or the proxy shut
+    /// down): a draining lane with nothing left on it is retired.
+    pub(super) fn parked_gone(self: &Arc<Self>, lane: &Arc<Lane>) {
+        let done = {
+            let mut state = self.state();
+            match state.slot_mut(lane) {
+                Some(slot) => {
+                    slot.parked = slot.parked.saturating_sub(1);
+                    slot.draining && slot.parked == 0 && !slot.leased && slot.resuming == 0
+                }
+                None => false,
+            }
+        };
+        if done {
+            self.retire(lane);
+        } else {
+            self.changed.notify_waiters();
+        }
+    }
+
+    /// Takes a lane out of service: retired at once, or, on a lane that still holds paused
+    /// calls, draining (no new call starts there; retired when the last one is done).
+    pub(super) fn retire_or_drain(self: &Arc<Self>, lane: &Arc<Lane>) {
+        let draining = {
+            let mut state = self.state();
+            match state.slot_mut(lane) {
+                Some(slot) if slot.parked > 0 || slot.resuming > 0 => {
+                    slot.leased = false;
+                    slot.draining = true;
+                    true
+                }
+                _ => false,
+            }
+        };
+        if draining {
+            lane.core().span.in_scope(|| {
+                tracing::info!(
+                    "a cancelled call may still send output: no new call starts on this lane; \
+                     it is retired once its paused calls are done"
+                )
+            });
+            self.changed.notify_waiters();
+        } else {
+            self.retire(lane);
+        }
+    }
+
     /// Takes a lane out of the pool and ends its legacy session (in the background).
     pub(super) fn retire(&self, lane: &Arc<Lane>) {
         {
@@ -177,19 +388,24 @@ impl PoolShared {
                 .any(|slot| slot.leased && !slot.lane.core().awaits_client())
     }
 
-    pub(super) fn release(&self, lane: &Arc<Lane>) {
-        {
+    pub(super) fn release(self: &Arc<Self>, lane: &Arc<Lane>) {
+        let retire = {
             let mut state = self.state();
-            if let Some(slot) = state
-                .slots
-                .iter_mut()
-                .find(|slot| Arc::ptr_eq(&slot.lane, lane))
-            {
-                slot.leased = false;
-            }
+            let retire = match state.slot_mut(lane) {
+                Some(slot) => {
+                    slot.leased = false;
+                    slot.draining && slot.parked == 0 && slot.resuming == 0
+                }
+                None => false,
+            };
             self.prune(&mut state);
+            retire
+        };
+        if retire {
+            self.retire(lane);
+        } else {
+            self.changed.notify_waiters();
         }
-        self.changed.notify_waiters();
     }
 
     /// Starts a lane with `profile` (after the backoff, if a start failed recently).
@@ -317,34 +533,51 @@ impl PoolShared {
         (started, core)
     }
 
-    /// A legacy stdio child for a new lane: the warm spare if it is still running, else a fresh
-    /// one. Then, while the pool has room for one more lane, a new spare is spawned to replace
-    /// it, so the next new lane finds its server already started (it counts toward
-    /// `--pool-size`: no more children run than the pool allows).
+    /// A legacy stdio child for a new lane: a warm spare if one is still running, else a fresh
+    /// one. Then the warm spares are topped up (see [`PoolShared::top_up_spares`]), so the next
+    /// new lane finds its server already started.
     fn spawn_child(&self, program: &str, args: &[String]) -> Result<stdio::Spawned, BackendError> {
-        let mut spare = self
-            .spare
+        let mut spares = self.spares();
+        spares.retain_mut(|child| child.is_running());
+        // The oldest spare first: the likeliest to have finished loading.
+        let spawned = if spares.is_empty() {
+            stdio::Spawned::spawn(program, args)?
+        } else {
+            spares.remove(0)
+        };
+        self.top_up_spares(&mut spares, program, args);
+        Ok(spawned)
+    }
+
+    fn spares(&self) -> std::sync::MutexGuard<'_, Vec<stdio::Spawned>> {
+        self.spares
             .lock()
-            .unwrap_or_else(|poison| poison.into_inner());
-        let taken = spare
-            .take()
-            .and_then(|mut child| child.is_running().then_some(child));
-        let spawned = match taken {
-            Some(spawned) => spawned,
-            None => stdio::Spawned::spawn(program, args)?,
-        };
-        let room = {
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// stdio: spawns children, not yet initialized, until `--spare-lanes` of them are running,
+    /// while they fit in `--pool-size` beside the lanes (no more children run than the pool
+    /// allows). A spare is initialized with the profile of the call that needs a new lane:
+    /// legacy servers adapt to the capabilities they see at `initialize`, and the handshake
+    /// with a started process takes milliseconds, where starting the process (an interpreter
+    /// importing its SDK) takes up to seconds.
+    fn top_up_spares(&self, spares: &mut Vec<stdio::Spawned>, program: &str, args: &[String]) {
+        let (lanes, shut_down) = {
             let state = self.state();
-            // `starting` holds this lane's place already.
-            !state.shut_down && state.slots.len() + state.starting.len() < self.max_lanes()
+            (state.slots.len() + state.starting.len(), state.shut_down)
         };
-        if room {
+        while !shut_down
+            && spares.len() < self.settings.spare_lanes
+            && lanes + spares.len() < self.max_lanes()
+        {
             match stdio::Spawned::spawn(program, args) {
-                Ok(next) => *spare = Some(next),
-                Err(error) => tracing::debug!(%error, "no warm spare: spawning it failed"),
+                Ok(next) => spares.push(next),
+                Err(error) => {
+                    tracing::debug!(%error, "no warm spare: spawning it failed");
+                    break;
+                }
             }
         }
-        Ok(spawned)
     }
 
     fn new_core(&self, profile: &CapabilityProfile, transport: &'static str) -> Arc<LaneCore> {
@@ -431,10 +664,7 @@ impl PoolShared {
         let registered = {
             let mut state = self.state();
             if !state.shut_down {
-                state.slots.push(Slot {
-                    lane: Arc::clone(&lane),
-                    leased,
-                });
+                state.slots.push(Slot::new(Arc::clone(&lane), leased));
             }
             !state.shut_down
         };
@@ -455,29 +685,75 @@ impl PoolShared {
             ));
         }
         self.prune(&mut state);
+        if state.last_profile.as_ref() != Some(profile) {
+            state.last_profile = Some(profile.clone());
+        }
         // A lane carrying shared calls is not leased: what arrives on its GET stream would
         // then be taken for the lease holder's.
         let unshared = |slot: &Slot| slot.lane.core().routed_calls() == 0;
-        if let Some(slot) = state.slots.iter_mut().find(|slot| {
-            !slot.leased && slot.lane.is_alive() && slot.lane.profile() == profile && unshared(slot)
-        }) {
+        // On a lane that holds paused calls, a new call runs when no call runs there, no
+        // paused call waits to run again (they go first), and it holds fewer than the cap.
+        let cap = self.settings.paused_per_lane;
+        let free = |slot: &Slot| {
+            !slot.leased
+                && !slot.draining
+                && slot.resuming == 0
+                && slot.parked < cap.max(1)
+                && slot.lane.is_alive()
+                && slot.lane.profile() == profile
+                && unshared(slot)
+        };
+        // The lane with the fewest paused calls: a resumption there is least likely to wait
+        // behind a running call. A lane that is there now goes before a new one: a child's start
+        // (even a spare's, whose interpreter may still be loading) must not be on a call's path.
+        let room = state.slots.len() + state.starting.len() < self.max_lanes();
+        if let Some(slot) = state
+            .slots
+            .iter_mut()
+            .filter(|slot| free(slot))
+            .min_by_key(|slot| slot.parked)
+        {
             slot.leased = true;
             return Ok(Plan::Take(Arc::clone(&slot.lane)));
         }
-        if state.slots.len() + state.starting.len() < self.max_lanes() {
+        if room {
             state.starting.push(profile.clone());
             return Ok(Plan::Create { recycle: None });
         }
-        if let Some(at) = state
-            .slots
-            .iter()
-            .position(|slot| !slot.leased && slot.lane.pending_calls() == 0 && unshared(slot))
-        {
+        if let Some(at) = state.slots.iter().position(|slot| {
+            !slot.leased
+                && slot.parked == 0
+                && slot.resuming == 0
+                && slot.lane.pending_calls() == 0
+                && unshared(slot)
+        }) {
             let victim = state.slots.remove(at);
             state.starting.push(profile.clone());
             return Ok(Plan::Create {
                 recycle: Some(victim.lane),
             });
+        }
+        // The pool is full and every lane of another profile holds paused calls (stdio): a lane
+        // whose session declares all this call's capabilities and more can run it; what the
+        // legacy server asks beyond them is refused as the call's own capabilities say.
+        if self.holds_paused() {
+            if let Some(slot) = state.slots.iter_mut().find(|slot| {
+                !slot.leased
+                    && !slot.draining
+                    && slot.resuming == 0
+                    && slot.parked < cap.max(1)
+                    && slot.lane.is_alive()
+                    && slot.lane.profile().covers(profile)
+            }) {
+                tracing::debug!(
+                    lane = slot.lane.id(),
+                    wanted = %profile.label(),
+                    got = %slot.lane.profile().label(),
+                    "pool full of paused calls: the call runs on a lane that declares more"
+                );
+                slot.leased = true;
+                return Ok(Plan::Take(Arc::clone(&slot.lane)));
+            }
         }
         Ok(Plan::Wait)
     }
@@ -588,6 +864,7 @@ impl PoolShared {
                 generation,
                 cancelled_before,
                 probe: kind.filter(|_| probe),
+                parked: false,
             }),
         }
     }
@@ -632,6 +909,11 @@ impl PoolShared {
                         crate::metrics::global().rejection("lane_capacity");
                         return Err(BackendError::Exhausted {
                             lanes: self.max_lanes(),
+                            paused_per_lane: if self.holds_paused() {
+                                self.settings.paused_per_lane
+                            } else {
+                                0
+                            },
                         });
                     }
                     let _ = tokio::time::timeout(RESCAN, changed).await;
@@ -653,7 +935,7 @@ impl LanePool {
                 next_lane: AtomicU64::new(1),
                 changes: Arc::default(),
                 detected: Mutex::new(UpstreamTransport::Auto),
-                spare: Mutex::new(None),
+                spares: Mutex::new(Vec::new()),
                 attribution: Arc::new(Attribution::new(settings_mode)),
             }),
         })
@@ -677,7 +959,10 @@ impl LanePool {
             .acquire(profile, true, |pool| pool.plan_lease(profile))
             .await;
         match acquired {
-            Ok(lane) => Ok(self.shared.lease_of(lane, kind, probe)),
+            Ok(lane) => {
+                self.shared.keep_spares();
+                Ok(self.shared.lease_of(lane, kind, probe))
+            }
             Err(error) => {
                 if let Some(kind) = kind.filter(|_| probe) {
                     self.shared.attribution.probe_ended(&kind, false);
@@ -792,19 +1077,22 @@ impl LanePool {
             .any(|slot| slot.lane.is_alive())
     }
 
-    /// `(open, leased)`: live lanes in the pool, and those of them leased to a call (metrics).
+    /// `(open, leased)`: live lanes in the pool, and those of them that run a call or hold a
+    /// paused one (metrics).
     pub fn lane_stats(&self) -> (usize, usize) {
         let state = self.shared.state();
         let live = state.slots.iter().filter(|slot| slot.lane.is_alive());
         let (open, leased) = live.fold((0, 0), |(open, leased), slot| {
-            (open + 1, leased + usize::from(slot.leased))
+            let in_use = slot.leased || slot.parked > 0;
+            (open + 1, leased + usize::from(in_use))
         });
         (open, leased)
     }
 
     /// Closes the lanes that had nothing to do for `--lane-idle-timeout` (unleased, no request
     /// in flight, held by nothing but the pool: not the subscription lane), the longest idle
-    /// first, keeping at least one live lane. Returns how many it closed.
+    /// first, keeping the spare lanes (`--spare-lanes`) and at least one live lane. Returns how
+    /// many it closed.
     pub fn close_idle_lanes(&self) -> usize {
         let timeout = self.shared.settings.lane_idle_timeout;
         let closing: Vec<Arc<Lane>> = {
@@ -830,7 +1118,12 @@ impl LanePool {
                 })
                 .collect();
             idle.sort_unstable_by(|a, b| b.cmp(a));
-            idle.truncate(live.saturating_sub(1));
+            // The spare lanes stay (the shortest idle of them), and at least one live lane.
+            let closable = idle
+                .len()
+                .saturating_sub(self.shared.settings.spare_lanes)
+                .min(live.saturating_sub(1));
+            idle.truncate(closable);
             let ids: HashSet<u64> = idle.iter().map(|(_, id)| *id).collect();
             let mut closing = Vec::with_capacity(ids.len());
             state.slots.retain(|slot| {
@@ -842,6 +1135,9 @@ impl LanePool {
             });
             closing
         };
+        // The spares are topped up here too: a spare taken while the pool was full is replaced
+        // once idle lanes make room, so the pool at rest is its lanes plus its spares.
+        self.shared.keep_spares();
         if closing.is_empty() {
             return 0;
         }
@@ -884,13 +1180,8 @@ impl LanePool {
             state.slots.drain(..).map(|slot| slot.lane).collect()
         };
         self.shared.changed.notify_waiters();
-        let spare = self
-            .shared
-            .spare
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
-            .take();
-        if let Some(spare) = spare {
+        let spares: Vec<stdio::Spawned> = std::mem::take(&mut *self.shared.spares());
+        for spare in spares {
             spare.stop().await;
         }
         futures_util::future::join_all(lanes.iter().map(|lane| lane.shutdown())).await;

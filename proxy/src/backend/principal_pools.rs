@@ -140,6 +140,8 @@ impl PrincipalPools {
         }
         let mut settings = self.settings.clone();
         settings.credentials = credentials.clone();
+        // No spare sessions per caller: they would multiply by the callers.
+        settings.spare_lanes = 0;
         let pool = LanePool::new(self.spec.clone(), settings);
         pools.insert(
             principal.clone(),
@@ -244,6 +246,8 @@ mod tests {
             lane_idle_timeout: Duration::ZERO,
             credentials: Credentials::none(),
             credentials_wanted: Arc::default(),
+            paused_per_lane: 0,
+            spare_lanes: 0,
         }
     }
 

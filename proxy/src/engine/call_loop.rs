@@ -31,6 +31,11 @@ use crate::request::{FrontRequest, Principal, ResponseSink};
 /// still on the way (they travel on another stream), when the front request asked for logs.
 const LOG_LINGER: Duration = Duration::from_millis(100);
 
+/// How long an abandoned call on a lane that holds other paused calls may take to end by itself
+/// once its requests are refused, before it is cancelled (a legacy handler usually returns at
+/// once on an elicitation `cancel`).
+const WIND_DOWN: Duration = Duration::from_secs(2);
+
 /// One legacy request to the client, waiting for the client's answer.
 #[derive(Debug, Clone)]
 pub(super) struct PendingInput {
@@ -103,6 +108,38 @@ impl LiveCall {
     /// Ends a legacy call the front no longer wants: answers its pending requests with cancel or
     /// an error, and sends `notifications/cancelled` for the call.
     pub(super) async fn abandon(&mut self, reason: &str) {
+        if self.lease.holds_paused() {
+            // A lane that holds other paused calls: take it back first, so that whatever this
+            // call still sends is not taken for another call's. A handler blocked on requests
+            // that are now refused usually ends by itself (an elicitation `cancel`): let it,
+            // for a moment, before cancelling it (a cancelled call that never answers, as the
+            // TypeScript SDK's, would make the lane drain).
+            if self.lease.unpark().await.is_err() {
+                return;
+            }
+            let refused = self.refuse_pending().await;
+            if self.answered {
+                return;
+            }
+            if refused && self.wind_down().await {
+                info!(legacy_id = %self.call.legacy_id, reason, "the legacy call ended by itself once its requests were refused");
+                return;
+            }
+        } else {
+            self.refuse_pending().await;
+            if self.answered {
+                return;
+            }
+        }
+        // `cancel` also forgets the pending request: the legacy server will not answer it.
+        let sent = self.lease.lane.cancel(&self.call.legacy_id, reason).await;
+        info!(legacy_id = %self.call.legacy_id, reason, delivered = sent.is_ok(), "cancelled the legacy call");
+    }
+
+    /// Answers the legacy requests still waiting for the client with their refusal (elicitation
+    /// `cancel`, an error otherwise). Returns whether there was one to answer.
+    async fn refuse_pending(&mut self) -> bool {
+        let mut refused = false;
         for (_, pending) in std::mem::take(&mut self.pending) {
             if pending.legacy_id.is_null() {
                 continue;
@@ -112,13 +149,32 @@ impl LiveCall {
                 .lane
                 .respond(pending.legacy_id, refusal_for(&pending.method))
                 .await;
+            refused = true;
         }
-        if self.answered {
-            return;
+        refused
+    }
+
+    /// Waits up to [`WIND_DOWN`] for the legacy call to end by itself after its requests were
+    /// refused, refusing whatever else it asks meanwhile. Returns whether it ended.
+    async fn wind_down(&mut self) -> bool {
+        let deadline = tokio::time::Instant::now() + WIND_DOWN;
+        loop {
+            tokio::select! {
+                biased;
+                _ = &mut self.call.response => {
+                    self.answered = true;
+                    return true;
+                }
+                event = self.lease.events.recv() => match event {
+                    Some(BackendEvent::ServerRequest { id, method, .. }) => {
+                        let _ = self.lease.lane.respond(id, refusal_for(&method)).await;
+                    }
+                    Some(BackendEvent::Notification { .. }) => {}
+                    None => return false,
+                },
+                () = tokio::time::sleep_until(deadline) => return false,
+            }
         }
-        // `cancel` also forgets the pending request: the legacy server will not answer it.
-        let sent = self.lease.lane.cancel(&self.call.legacy_id, reason).await;
-        info!(legacy_id = %self.call.legacy_id, reason, delivered = sent.is_ok(), "cancelled the legacy call");
     }
 }
 
@@ -131,9 +187,10 @@ impl Engine {
         profile: CapabilityProfile,
         sink: &mut ResponseSink,
     ) -> Answer {
-        // A paused call keeps its lane (or, on a shared session, its response stream) until the
-        // retry or the TTL: no pause ever yields to a new call. When no lane can be had, the
-        // pool refuses the *new* call (`BackendError::Exhausted`), retryably (issue 11).
+        // A paused call keeps its lane (an exclusive HTTP session; on a shared session, its
+        // response stream; on stdio, its place on the child, which runs other calls meanwhile)
+        // until the retry or the TTL: no pause ever yields to a new call. When no lane can be
+        // had, the pool refuses the *new* call (`BackendError::Exhausted`), retryably.
         let pool = match self.pool_for(request) {
             Ok(pool) => pool,
             Err(error) => return Some(Err(error)),
@@ -145,12 +202,15 @@ impl Engine {
         };
         let mut lease = match lease {
             Ok(lease) => lease,
-            Err(BackendError::Exhausted { lanes }) => {
+            Err(BackendError::Exhausted {
+                lanes,
+                paused_per_lane,
+            }) => {
                 warn!(
                     lanes,
-                    "refused a call: every legacy lane is held by a paused call"
+                    paused_per_lane, "refused a call: every legacy lane is held by paused calls"
                 );
-                return Some(Err(limits::capacity_refusal(lanes)));
+                return Some(Err(limits::capacity_refusal(lanes, paused_per_lane)));
             }
             Err(error) => return Some(Err(backend_failure(error))),
         };
@@ -212,6 +272,19 @@ impl Engine {
             Err(error) => return Some(Err(error)),
         };
         live.profile = profile;
+        // On a lane that holds many paused calls, wait for the call running there (if any) to
+        // finish or pause: from here on, what the lane receives is this call's.
+        let unparked = tokio::select! {
+            biased;
+            unparked = live.lease.unpark() => unparked,
+            () = sink.closed() => {
+                self.pauses.abandon(live, "the client request ended").await;
+                return None;
+            }
+        };
+        if let Err(error) = unparked {
+            return Some(Err(lost_call(&error)));
+        }
         let mut responses = input_responses(&request.params);
         let round_keys: HashSet<String> = live.pending.keys().cloned().collect();
         match self.deliver(&mut live, &responses).await {

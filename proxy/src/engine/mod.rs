@@ -384,6 +384,8 @@ mod tests {
                 lane_idle_timeout: Duration::from_secs(300),
                 credentials: Default::default(),
                 credentials_wanted: Default::default(),
+                paused_per_lane: crate::limits::DEFAULT_MAX_PAUSED_PER_LANE,
+                spare_lanes: 0,
             },
             crate::backend::DEFAULT_MAX_CREDENTIAL_POOLS,
             Default::default(),

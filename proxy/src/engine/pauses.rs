@@ -202,6 +202,8 @@ impl PauseBook {
                         "inputRequests": input_requests,
                         "requestState": self.sealer.seal(&claims),
                     });
+                    // On a lane that holds many paused calls, the next call may run there now.
+                    live.lease.park();
                     // In the map before the record exists: no retry can come before the client has the
                     // state, and an eviction or the sweep that sees it without a record leaves it be.
                     paused.insert(pause_id, Box::new(live));

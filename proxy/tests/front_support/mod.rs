@@ -150,18 +150,18 @@ impl Handler for TestHandler {
     }
 }
 
-/// Waits for the next event matching `pick`, up to 5 s.
+/// Waits for the next event matching `pick`, up to 30 s (a loaded 2-core machine).
 pub async fn expect_event(
     events: &mut mpsc::UnboundedReceiver<Event>,
     pick: impl Fn(&Event) -> bool,
 ) -> Event {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
         match tokio::time::timeout_at(deadline, events.recv()).await {
             Ok(Some(event)) if pick(&event) => return event,
             Ok(Some(_)) => continue,
             Ok(None) => panic!("the handler's event channel closed"),
-            Err(_) => panic!("no matching handler event within 5 s"),
+            Err(_) => panic!("no matching handler event within 30 s"),
         }
     }
 }
@@ -211,10 +211,8 @@ pub fn call(id: Value, name: &str, arguments: Value) -> Value {
 
 /// The vendored 2026-07-28 `schema.json` (source and licence in `tests/schemas/README.md`).
 fn schema_path() -> PathBuf {
-    PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tests/schemas/mcp-2026-07-28.schema.json"
-    ))
+    mcp_migrate_workspace_bins::workspace_root(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/schemas/mcp-2026-07-28.schema.json")
 }
 
 /// Validators for `#/$defs/<name>` of the 2026-07-28 schema.

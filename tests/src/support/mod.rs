@@ -10,7 +10,8 @@
 //! - [`legacy_clients`]: legacy clients on the official Python and TypeScript SDKs 1.x;
 //! - [`conformance`]: the official conformance suite (install, run, judge against a baseline);
 //! - [`sdk_servers`]: legacy servers on the Python and TypeScript SDKs (installed once per run);
-//! - [`RedisServer`]: a real `redis-server` on a free loopback port (the Redis pause store).
+//! - [`RedisServer`]: a real `redis-server` on a free loopback port (the Redis pause store);
+//! - [`packages`]: the linter's Python wheel and npm packages, built from the checkout and installed.
 
 mod build;
 pub mod command;
@@ -19,6 +20,7 @@ pub mod isolation;
 pub mod legacy_clients;
 mod modern;
 pub mod node;
+pub mod packages;
 mod process;
 pub mod protected;
 pub mod python;
@@ -37,7 +39,7 @@ pub use legacy_clients::{LegacyReport, LegacyRun, LegacySdk, LegacyTarget};
 pub use modern::{default_capabilities, tool_params, tool_text, ModernClient, ScriptedHandler};
 pub use node::LegacyTsServer;
 pub use process::{
-    is_alive, metric, Backend, BackendKind, LegacyHttpServer, Proxy, ProxyOptions, Stack,
+    is_alive, metric, Backend, BackendKind, LegacyHttpServer, Proxy, ProxyOptions, Stack, LOG_WAIT,
 };
 pub use python::LegacySseServer;
 pub use raw::{
@@ -53,6 +55,22 @@ pub async fn within<T>(limit: Duration, what: &str, future: impl Future<Output =
         Ok(value) => value,
         Err(_) => panic!("timed out after {limit:?}: {what}"),
     }
+}
+
+/// Waits for an event: polls `check` every 50 ms until it returns true, failing the test with
+/// `what` after `limit`. `limit` is a budget for a loaded 2-core machine (tens of seconds), not a
+/// synchronisation delay: on a fast machine the wait ends as soon as the event happened.
+pub async fn wait_until<F, Fut>(limit: Duration, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    within(limit, what, async {
+        while !check().await {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
 }
 
 /// Whether any string inside `value` (keys excluded) contains `needle`.

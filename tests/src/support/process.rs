@@ -20,6 +20,9 @@ use super::{within, ModernClient, RawClient, Script};
 const STARTUP: Duration = Duration::from_secs(60);
 /// How long the proxy may take to report `GET /healthz` 200 after it listens.
 const HEALTHY: Duration = Duration::from_secs(60);
+/// How long a test waits for a line the proxy logs in reaction to an event (a loaded 2-core
+/// machine may take seconds; the wait ends as soon as the line is there).
+pub const LOG_WAIT: Duration = Duration::from_secs(30);
 /// Lines of stderr/stdout kept per child for failure reports.
 const LOG_LINES: usize = 400;
 
@@ -385,17 +388,43 @@ impl Proxy {
     }
 
     /// Whether the proxy logged that it cancelled a legacy call and the cancellation reached the
-    /// legacy server, within 5 s.
+    /// legacy server, within [`LOG_WAIT`].
     pub async fn logs_delivered_cancellation(&self) -> bool {
-        for _ in 0..50 {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            if self.log_lines().iter().any(|line| {
-                line.contains("cancelled the legacy call") && line.contains("delivered=true")
-            }) {
+        self.logs_within(LOG_WAIT, |line| {
+            line.contains("cancelled the legacy call") && line.contains("delivered=true")
+        })
+        .await
+    }
+
+    /// Whether the proxy logs a line matching `matches` within `limit` (checked every 50 ms).
+    pub async fn logs_within(&self, limit: Duration, matches: impl Fn(&str) -> bool) -> bool {
+        let deadline = Instant::now() + limit;
+        loop {
+            if self.log_lines().iter().any(|line| matches(line)) {
                 return true;
             }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        false
+    }
+
+    /// `GET /readyz`: `{"ready": bool, "checks": {name: bool}, "failed": [name]}`.
+    pub async fn readiness(&self) -> serde_json::Value {
+        let base = self.url.strip_suffix("/mcp").unwrap_or(&self.url);
+        reqwest::Client::builder()
+            .no_proxy()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .expect("reqwest client")
+            .get(format!("{base}/readyz"))
+            .send()
+            .await
+            .expect("GET /readyz")
+            .json()
+            .await
+            .expect("the /readyz body is JSON")
     }
 
     pub fn healthz_url(&self) -> String {
@@ -567,7 +596,7 @@ impl Proxy {
             sigkill(pid);
         }
         within(
-            Duration::from_secs(10),
+            Duration::from_secs(30),
             "killed backend processes to die and the proxy to notice",
             async {
                 while pids.iter().any(|&pid| is_alive(pid)) {

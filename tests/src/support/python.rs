@@ -1,5 +1,6 @@
 //! The legacy Python server (`tests/legacy-sse-server`, the official Python SDK) as a child
-//! process, over HTTP+SSE or Streamable HTTP, and the virtual environment it runs in.
+//! process, over HTTP+SSE or Streamable HTTP, and the virtual environment it runs in (built from a
+//! requirements file as other venvs of the tests are: [`venv_with_requirements`]).
 //!
 //! The venv lives at `<target>/legacy-sse-venv` and is built once: `python3 -m venv`, then
 //! `pip install -r tests/legacy-sse-server/requirements.txt`. A marker file in the venv holds
@@ -66,8 +67,20 @@ fn venv_ready(venv: &Path, requirements: &str) -> bool {
 }
 
 fn prepare_venv(venv: &Path) -> Result<PathBuf, String> {
-    let requirements_path = workspace_root().join(SERVER_DIR).join("requirements.txt");
-    let requirements = std::fs::read_to_string(&requirements_path)
+    let requirements = workspace_root().join(SERVER_DIR).join("requirements.txt");
+    venv_with_requirements(venv, &requirements, "the legacy SSE server's venv")
+}
+
+/// The interpreter of `venv`, a venv holding the packages of the pip requirements file
+/// `requirements_path`: built once, rebuilt when the file changes (a marker in the venv holds the
+/// text it was built from; a lock file beside it keeps two test processes from building at once).
+/// `what` names the venv in error messages. Blocking.
+pub(crate) fn venv_with_requirements(
+    venv: &Path,
+    requirements_path: &Path,
+    what: &str,
+) -> Result<PathBuf, String> {
+    let requirements = std::fs::read_to_string(requirements_path)
         .map_err(|e| format!("cannot read {}: {e}", requirements_path.display()))?;
     if venv_ready(venv, &requirements) {
         return Ok(python_in(venv));
@@ -77,28 +90,34 @@ fn prepare_venv(venv: &Path) -> Result<PathBuf, String> {
         .ok_or_else(|| format!("{} has no parent", venv.display()))?;
     std::fs::create_dir_all(parent)
         .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
-    let _lock = InstallLock::acquire(&parent.join(format!("{VENV_DIR}.lock")))?;
+    let name = venv.file_name().unwrap_or_default().to_string_lossy();
+    let _lock = InstallLock::acquire(&parent.join(format!("{name}.lock")))?;
     // Another process may have built it while this one waited for the lock.
     if !venv_ready(venv, &requirements) {
-        install(venv, &requirements_path, &requirements)?;
+        install(venv, requirements_path, &requirements, what)?;
     }
     Ok(python_in(venv))
 }
 
 /// Builds the venv from scratch (whatever was there goes: another version, a broken install).
-fn install(venv: &Path, requirements_path: &Path, requirements: &str) -> Result<(), String> {
+fn install(
+    venv: &Path,
+    requirements_path: &Path,
+    requirements: &str,
+    what: &str,
+) -> Result<(), String> {
     if venv.exists() {
         std::fs::remove_dir_all(venv)
             .map_err(|e| format!("cannot remove the old venv {}: {e}", venv.display()))?;
     }
     let mut command = Command::new("python3");
     command.args(["-m", "venv"]).arg(venv);
-    run(command, "python3 -m venv")?;
+    run(command, "python3 -m venv", what)?;
     let mut command = Command::new(venv.join("bin").join("pip"));
     command
         .args(["install", "--disable-pip-version-check", "-q", "-r"])
         .arg(requirements_path);
-    run(command, "pip install")?;
+    run(command, "pip install", what)?;
     // The marker goes in last and atomically: a venv without it is rebuilt.
     let staging = venv.join(format!("{MARKER}.{}", std::process::id()));
     std::fs::write(&staging, requirements)
@@ -106,21 +125,21 @@ fn install(venv: &Path, requirements_path: &Path, requirements: &str) -> Result<
         .map_err(|e| format!("cannot write the marker in {}: {e}", venv.display()))
 }
 
-/// Runs `command` to completion (at most [`INSTALL_TIMEOUT`]); on failure the error holds its
-/// output.
-fn run(mut command: Command, what: &str) -> Result<(), String> {
+/// Runs `command` to completion (at most [`INSTALL_TIMEOUT`]) while preparing `venv_what`; on
+/// failure the error holds its output.
+pub(crate) fn run(mut command: Command, what: &str, venv_what: &str) -> Result<(), String> {
     run_captured(&mut command, INSTALL_TIMEOUT).map_err(|error| match error {
         RunError::Spawn(e) => format!(
-            "the legacy SSE server needs Python 3 with venv and pip (python3 on PATH), but \
-             `{what}` cannot run ({command:?}): {e}"
+            "{venv_what} needs Python 3 with venv and pip (python3 on PATH), but `{what}` cannot \
+             run ({command:?}): {e}"
         ),
         RunError::Failed {
             why,
             stdout,
             stderr,
         } => format!(
-            "`{what}` failed ({why}) while preparing the legacy SSE server's venv (is PyPI \
-             reachable?): {command:?}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}"
+            "`{what}` failed ({why}) while preparing {venv_what} (is PyPI reachable?): \
+             {command:?}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}"
         ),
     })
 }

@@ -189,6 +189,29 @@ impl RawClient {
         builder.send().await?.text().await
     }
 
+    /// Sends `request` (which carries a `progressToken`) and hangs up as soon as its first
+    /// progress notification arrives: the legacy call is then running, however slow the
+    /// machine (a fixed patience could hang up before the call reached the legacy server).
+    /// `Err(body)` if the response ended before any progress.
+    pub async fn hang_up_after_progress(&self, request: &RawRequest) -> Result<(), String> {
+        let mut response = self.post(request).await;
+        let mut body = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .unwrap_or_else(|e| panic!("reading the response from {} failed: {e}", self.url))
+        {
+            body.extend_from_slice(&chunk);
+            if body
+                .windows(b"notifications/progress".len())
+                .any(|window| window == b"notifications/progress")
+            {
+                return Ok(());
+            }
+        }
+        Err(String::from_utf8_lossy(&body).into_owned())
+    }
+
     /// The required `_meta` of a request: protocol version, client capabilities, client info.
     pub fn meta(&self) -> Value {
         json!({

@@ -1,12 +1,48 @@
 //! Builds binaries of this workspace for the tests that spawn them, with the same cargo, target
 //! directory and profile as the running test binary, so the build is shared with `cargo test`'s
-//! own and costs nothing when it is up to date.
+//! own and costs nothing when it is up to date; and finds the workspace the tests run in.
 //!
-//! Used by the proxy's backend tests (`proxy/tests/backend_support`) and the end-to-end harness
-//! (`tests/src/support/build.rs`).
+//! Used by the proxy's backend tests (`proxy/tests/backend_support`), the end-to-end harness
+//! (`tests/src/support/build.rs`) and the linter's tests.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// The root of the workspace the tests run in: the nearest folder, from the package's manifest
+/// directory up, whose `Cargo.toml` has a `[workspace]` table.
+///
+/// The manifest directory is read at run time (`cargo test` sets `CARGO_MANIFEST_DIR` for the
+/// test processes it runs); `built_in` (the caller's `env!("CARGO_MANIFEST_DIR")`) is only the
+/// fallback for a test binary run by hand. Cargo reuses a test binary across checkouts that share
+/// a target directory, and after a checkout is moved: the path compiled into it may no longer
+/// exist, or be another checkout.
+pub fn workspace_root(built_in: &str) -> PathBuf {
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .filter(|dir| !dir.is_empty())
+        .map_or_else(|| PathBuf::from(built_in), PathBuf::from);
+    manifest_dir
+        .ancestors()
+        .find(|dir| {
+            std::fs::read_to_string(dir.join("Cargo.toml"))
+                .is_ok_and(|manifest| manifest.lines().any(|line| line.trim() == "[workspace]"))
+        })
+        .unwrap_or(&manifest_dir)
+        .to_path_buf()
+}
+
+/// Why `command` could not start. When its working directory is missing the OS reports the
+/// *program* as not found ("cannot run cargo: No such file or directory"), so the message names
+/// the directory instead.
+pub fn spawn_error(command: &Command, error: &std::io::Error) -> String {
+    let program = command.get_program();
+    match command.get_current_dir() {
+        Some(dir) if !dir.is_dir() => format!(
+            "cannot run {program:?}: its working directory {} does not exist ({error})",
+            dir.display()
+        ),
+        _ => format!("cannot run {program:?}: {error}"),
+    }
+}
 
 /// `(target directory, profile directory)` of the running test binary, which runs as
 /// `<target>/<profile>/deps/<name>-<hash>`; `CARGO_TARGET_DIR` wins for the target directory.
@@ -48,9 +84,7 @@ pub fn build(workspace: &Path, packages: &[&str], extra_args: &[&str]) -> Result
     if release {
         command.arg("--release");
     }
-    let status = command
-        .status()
-        .map_err(|e| format!("cannot run {cargo:?}: {e}"))?;
+    let status = command.status().map_err(|e| spawn_error(&command, &e))?;
     if !status.success() {
         return Err(format!(
             "`cargo build -p {}` failed ({status})",
@@ -71,5 +105,33 @@ pub fn binary_in(dir: &Path, name: &str) -> Result<PathBuf, String> {
         Ok(path)
     } else {
         Err(format!("the binary {} does not exist", path.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_workspace_root_comes_from_the_run_time_manifest_dir() {
+        // What a test binary built in another checkout (since moved or deleted) passes.
+        let root = workspace_root("/nonexistent/old-checkout/tests/workspace-bins");
+        assert!(
+            root.join("tests/workspace-bins/Cargo.toml").is_file(),
+            "{}",
+            root.display()
+        );
+    }
+
+    #[test]
+    fn a_missing_working_directory_is_named_in_the_error() {
+        let mut command = Command::new("cargo");
+        command.current_dir("/nonexistent/old-checkout");
+        let error = command.status().unwrap_err();
+        let message = spawn_error(&command, &error);
+        assert!(
+            message.contains("working directory /nonexistent/old-checkout does not exist"),
+            "{message}"
+        );
     }
 }

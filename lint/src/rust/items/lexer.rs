@@ -229,7 +229,7 @@ mod tests {
     fn same_tokens_as_rustc_lexer_on_every_rust_file_of_the_repository() {
         // LEXER_ROOT=DIR checks another tree (e.g. the benchmark corpora under bench/work/).
         let root = std::env::var_os("LEXER_ROOT").map_or_else(
-            || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".."),
+            || mcp_migrate_workspace_bins::workspace_root(env!("CARGO_MANIFEST_DIR")),
             std::path::PathBuf::from,
         );
         let mut checked = 0;
