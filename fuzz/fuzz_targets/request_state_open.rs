@@ -27,7 +27,7 @@ fuzz_target!(|data: &[u8]| {
     let sealer = Sealer::new(&StateKey::from_bytes(KEY));
     let text = String::from_utf8_lossy(data);
     let opened = sealer.open(&text, NOW_MS);
-    if text.len() > MAX_STATE_LEN || !text.starts_with("mrs1.") {
+    if text.len() > MAX_STATE_LEN || !(text.starts_with("mrs1.") || text.starts_with("mrs2.")) {
         assert_eq!(opened, Err(StateError::Malformed));
         return;
     }
@@ -36,7 +36,10 @@ fuzz_target!(|data: &[u8]| {
             assert!(
                 matches!(
                     error,
-                    StateError::Malformed | StateError::Forged | StateError::Expired
+                    StateError::Malformed
+                        | StateError::Forged
+                        | StateError::Expired
+                        | StateError::RetiredKey
                 ),
                 "{error:?}"
             );

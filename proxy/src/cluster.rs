@@ -97,6 +97,8 @@ pub fn open_request(sealer: &Sealer, sealed: &[u8], now: u64) -> Result<FrontReq
         log_level: envelope.log_level,
         progress_token: envelope.progress_token,
         principal: Principal(principal),
+        // A retry resumes on the lane its call already holds: no credentials travel.
+        credentials: crate::credentials::Credentials::none(),
         param_headers: None,
     })
 }
@@ -253,6 +255,7 @@ mod tests {
             log_level: Some("info".into()),
             progress_token: Some(json!("p")),
             principal: Principal::from_credential(b"Bearer alice"),
+            credentials: crate::credentials::Credentials::none(),
             param_headers: None,
         }
     }

@@ -65,7 +65,8 @@ pub struct Args {
     #[arg(long, value_name = "URL", value_parser = parse_advertise)]
     pub advertise: Option<String>,
 
-    /// File holding the requestState key: 32 bytes as 64 hex characters or base64
+    /// File holding the requestState keys: a keyring of `ID KEY` lines (the last seals, all
+    /// open; re-read on SIGHUP), or a single key (32 bytes as 64 hex characters or base64)
     /// (default: env MCP_MRTR_STATE_KEY, else a key generated once and kept in the store)
     #[arg(long, value_name = "FILE")]
     pub state_key_file: Option<PathBuf>,
@@ -114,6 +115,31 @@ pub struct Args {
     /// pool keeps its spare lanes (at least one lane) and starts more on demand
     #[arg(long, default_value = "5m", value_parser = humantime::parse_duration, value_name = "DURATION")]
     pub lane_idle_timeout: Duration,
+
+    /// Whether each caller's `Authorization` (and --forward-header headers) is sent on to an HTTP
+    /// legacy server, on legacy sessions of the caller's own: `auto` once the server answered a
+    /// credential-less `initialize` with 401/403 (an OAuth-protected server), `always`, `never`
+    #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
+    pub forward_credentials: crate::backend::ForwardCredentials,
+
+    /// A request header sent on to the legacy server with each caller's requests, besides
+    /// `Authorization` (always sent), e.g. an API-key header (repeatable). Like
+    /// `Authorization`, it names the caller: legacy sessions and paused calls are never shared
+    /// between callers whose values differ
+    #[arg(long = "forward-header", value_name = "NAME", value_parser = crate::credentials::parse_forward_header)]
+    pub forward_headers: Vec<http::HeaderName>,
+
+    /// Most callers with credentials that have legacy sessions of their own at once (a caller's
+    /// sessions carry its credentials; one unused for --lane-idle-timeout is closed). One more
+    /// caller while all have calls: HTTP 503 with Retry-After
+    #[arg(long, default_value_t = crate::backend::DEFAULT_MAX_CREDENTIAL_POOLS, value_name = "N")]
+    pub max_credential_pools: usize,
+
+    /// The URL clients reach the proxy at, e.g. https://mcp.example.com/mcp: the legacy
+    /// server's own origin is replaced by it in the `WWW-Authenticate` challenges and OAuth
+    /// discovery documents the proxy relays
+    #[arg(long, value_name = "URL")]
+    pub public_url: Option<String>,
 
     /// A root to answer `roots/list` with when the legacy server asks outside any call (repeatable)
     #[arg(long = "root", value_name = "URI")]
@@ -574,6 +600,7 @@ mod tests {
             "ORIGIN" => "https://app.example.com",
             "HOST" => "proxy.example.com",
             "FILTER" => "debug",
+            "NAME" => "X-Api-Key",
             _ => return None,
         })
     }

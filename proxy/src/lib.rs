@@ -24,11 +24,13 @@ pub mod backend;
 pub mod capabilities;
 pub mod cluster;
 pub mod config;
+pub mod credentials;
 pub mod engine;
 pub mod front;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod jsonrpc;
+pub mod keyring;
 pub mod legacy_session;
 pub mod limits;
 pub mod metrics;
@@ -81,18 +83,27 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
             "paused calls whose proxy is gone were lost; their retries will be refused"
         );
     }
-    let key = match (&args.state_key_file, std::env::var("MCP_MRTR_STATE_KEY")) {
-        (Some(path), _) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("could not read --state-key-file {}", path.display()))?;
-            state::StateKey::from_text(&text).context("invalid --state-key-file")?
-        }
-        (None, Ok(text)) => {
-            state::StateKey::from_text(&text).context("invalid MCP_MRTR_STATE_KEY")?
-        }
-        (None, Err(_)) => store.state_key().await?,
+    let keys = match (&args.state_key_file, std::env::var("MCP_MRTR_STATE_KEY")) {
+        (Some(path), _) => read_keyring(path)?,
+        (None, Ok(text)) => keyring::Keyring::single(
+            state::StateKey::from_text(&text).context("invalid MCP_MRTR_STATE_KEY")?,
+        ),
+        (None, Err(_)) => keyring::Keyring::single(store.state_key().await?),
     };
-    let pool = backend::LanePool::new(
+    let sealer = state::Sealer::with_keyring(&keys);
+    tracing::info!(keys = ?keys.ids(), "requestState keys loaded (the last seals)");
+    drop(keys);
+    let origin_rewrite = match (&spec, &args.public_url) {
+        (backend::BackendSpec::Http { url, .. }, Some(public)) => {
+            credentials::OriginRewrite::new(url, public)
+        }
+        _ => None,
+    };
+    let upstream_url = match &spec {
+        backend::BackendSpec::Http { url, .. } => Some(url.clone()),
+        backend::BackendSpec::Stdio { .. } => None,
+    };
+    let pools = backend::PrincipalPools::new(
         spec,
         backend::PoolSettings {
             max_lanes: args.pool_size.unwrap_or(default_pool).max(1),
@@ -104,13 +115,17 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
             request_timeout: args.request_timeout,
             call_sessions: args.call_sessions,
             lane_idle_timeout: args.lane_idle_timeout,
+            credentials: credentials::Credentials::none(),
+            credentials_wanted: Arc::default(),
             paused_per_lane: args.max_paused_per_lane,
             spare_lanes: args.spare_lanes,
         },
+        args.max_credential_pools,
+        args.forward_credentials,
     );
     let engine = engine::Engine::new(
-        pool.clone(),
-        state::Sealer::new(&key),
+        pools.clone(),
+        sealer.clone(),
         store,
         engine::EngineSettings {
             pause_ttl: args.pause_ttl,
@@ -128,9 +143,12 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
     engine.register_metrics();
     let shutdown = tokio_util::sync::CancellationToken::new();
     spawn_signal_handler(shutdown.clone());
+    if let Some(path) = &args.state_key_file {
+        spawn_keyring_reloader(path.clone(), sealer, shutdown.clone());
+    }
     spawn_sweeper(engine.clone(), args.pause_ttl, shutdown.clone());
     spawn_store_probe(engine.clone(), shutdown.clone());
-    spawn_idle_lane_closer(pool.clone(), args.lane_idle_timeout, shutdown.clone());
+    spawn_idle_lane_closer(pools.clone(), args.lane_idle_timeout, shutdown.clone());
     {
         // Draining from the moment shutdown starts: no call may pause any more, `/readyz` 503.
         let engine = engine.clone();
@@ -141,8 +159,10 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
         });
     }
     {
-        // Connect the first lane in the background: `/healthz` turns 200 when it is up.
-        let pool = pool.clone();
+        // Connect the first lane in the background: `/healthz` turns 200 when it is up (or
+        // when the legacy server answered it 401/403: it is up and wants each caller's
+        // credentials).
+        let pool = pools.anonymous().clone();
         tokio::spawn(async move {
             if let Err(error) = pool.initialized().await {
                 tracing::error!(%error, "the legacy server could not be initialized yet");
@@ -150,7 +170,7 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
         });
     }
     let legacy = legacy_session::LegacySessions::new(
-        pool.clone(),
+        pools.clone(),
         legacy_session::LegacySettings {
             policy: args.era_policy,
             max_sessions: args.max_legacy_sessions.max(1),
@@ -197,6 +217,12 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
             max_concurrent_requests: args.max_concurrent_requests,
             shutdown_grace: args.shutdown_grace,
             legacy: Some(legacy.clone()),
+            forward_headers: args.forward_headers.clone(),
+            discovery: upstream_url
+                .as_deref()
+                .and_then(|url| front::well_known::DiscoveryRelay::new(url, origin_rewrite.clone()))
+                .map(Arc::new),
+            origin_rewrite,
             ..front::http::HttpFrontConfig::default()
         };
         front::http::serve(listener, config, handler, shutdown.clone()).await?;
@@ -207,7 +233,7 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
         "stopping the legacy server lanes"
     );
     legacy.shutdown().await;
-    pool.shutdown().await;
+    pools.shutdown().await;
     tracing::info!("shut down");
     Ok(())
 }
@@ -230,6 +256,50 @@ fn spawn_signal_handler(shutdown: tokio_util::sync::CancellationToken) {
         tracing::info!("shutting down");
         shutdown.cancel();
     });
+}
+
+/// Reads `--state-key-file`: a keyring, or a single key ([`keyring`]).
+fn read_keyring(path: &std::path::Path) -> anyhow::Result<keyring::Keyring> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("could not read --state-key-file {}", path.display()))?;
+    keyring::Keyring::from_text(&text)
+        .with_context(|| format!("invalid --state-key-file {}", path.display()))
+}
+
+/// Re-reads `--state-key-file` on SIGHUP and swaps the sealer's keys (a file that cannot be read
+/// keeps the keys in use, with an error in the log).
+fn spawn_keyring_reloader(
+    path: std::path::PathBuf,
+    sealer: state::Sealer,
+    shutdown: tokio_util::sync::CancellationToken,
+) {
+    #[cfg(unix)]
+    tokio::spawn(async move {
+        use tokio::signal::unix::{signal, SignalKind};
+        let Ok(mut hangup) = signal(SignalKind::hangup()) else {
+            return;
+        };
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                received = hangup.recv() => if received.is_none() { return },
+            }
+            match read_keyring(&path) {
+                Ok(keys) => {
+                    sealer.replace(&keys);
+                    tracing::info!(keys = ?keys.ids(), "SIGHUP: requestState keys reloaded (the last seals)");
+                }
+                Err(error) => {
+                    tracing::error!(
+                        error = format!("{error:#}"),
+                        "SIGHUP: the requestState keys were not reloaded; the keys in use stay"
+                    );
+                }
+            }
+        }
+    });
+    #[cfg(not(unix))]
+    let _ = (path, sealer, shutdown);
 }
 
 /// Runs `tick` every `period` (the first at once) until `shutdown`.
@@ -271,13 +341,13 @@ fn spawn_legacy_sweeper(
 /// Closes lanes idle for `--lane-idle-timeout`, checking four times per timeout (at most every
 /// 30 s, at least every 100 ms).
 fn spawn_idle_lane_closer(
-    pool: Arc<backend::LanePool>,
+    pools: Arc<backend::PrincipalPools>,
     idle_timeout: Duration,
     shutdown: tokio_util::sync::CancellationToken,
 ) {
     let period = (idle_timeout / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
     spawn_every(period, shutdown, move || {
-        pool.close_idle_lanes();
+        pools.close_idle();
         std::future::ready(())
     });
 }

@@ -158,6 +158,18 @@ pub fn capacity_refusal(lanes: usize, paused_per_lane: usize) -> ErrorObject {
     }))
 }
 
+/// The refusal of a new caller's request when `--max-credential-pools` callers with
+/// credentials all have calls on lanes of their own: retryable, like [`capacity_refusal`].
+pub fn caller_capacity_refusal(max: usize) -> ErrorObject {
+    ErrorObject::new(
+        LIMIT_EXCEEDED,
+        format!(
+            "the proxy is at capacity: {max} callers with credentials (--max-credential-pools) each hold legacy sessions of their own; retry after {RETRY_AFTER_SECS} s"
+        ),
+    )
+    .with_data(json!({"limit": "max-credential-pools", "max": max, "retryAfterSeconds": RETRY_AFTER_SECS}))
+}
+
 /// The `Retry-After` (seconds) of a retryable refusal such as [`capacity_refusal`].
 pub fn retry_after(error: &ErrorObject) -> Option<u64> {
     if error.code != LIMIT_EXCEEDED {

@@ -74,6 +74,7 @@ mod tests {
             StateError::Malformed,
             StateError::Forged,
             StateError::Expired,
+            StateError::RetiredKey,
             StateError::WrongPrincipal,
             StateError::WrongMethod,
             StateError::WrongParams,

@@ -115,6 +115,10 @@ pub struct FrontRequest {
     /// `_meta.progressToken`, when sent.
     pub progress_token: Option<Value>,
     pub principal: Principal,
+    /// The headers sent on to the legacy server for this caller (`Authorization`,
+    /// `--forward-header`); none on stdio and for a retry another instance passed on. Never
+    /// logged, stored or sealed ([`crate::credentials`]).
+    pub credentials: crate::credentials::Credentials,
     /// The `Mcp-Param-*` headers of a `tools/call` over Streamable HTTP (possibly none); `None`
     /// for other methods and on stdio, where nothing is mirrored. The engine checks them against
     /// `arguments` ([`crate::param_headers`]).
@@ -183,6 +187,11 @@ impl ResponseSink {
         let http_status = match &outcome {
             // A retryable refusal (the proxy at capacity): 503 with `Retry-After`.
             Err(error) if crate::limits::retry_after(error).is_some() => 503,
+            // The legacy server refused the caller's credentials: its 401/403 (the front adds
+            // the challenge).
+            Err(error) if crate::credentials::refused(error).is_some() => {
+                crate::credentials::refused(error).map_or(200, |(status, _)| status)
+            }
             Err(error) => http_status(error.code),
             Ok(_) => 200,
         };

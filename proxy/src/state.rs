@@ -22,6 +22,19 @@
 //!   [93..]   the method name, only when the code is 0
 //! ```
 //!
+//! # Keyring format (`mrs2`)
+//!
+//! A key with an id ([`crate::keyring`]: `--state-key-file` listing `ID KEY` lines) seals
+//!
+//! ```text
+//! "mrs2." + ID + "." + base64url_nopad( nonce[24] || XChaCha20-Poly1305(key ID, nonce, aad = "mrs2." + ID, plaintext) )
+//! ```
+//!
+//! with the same plaintext. The newest key of the keyring seals; a state opens with the key its
+//! id names while the keyring lists it, else [`StateError::RetiredKey`]. A key without an id (a
+//! single-key file, `MCP_MRTR_STATE_KEY`, the store's key) seals `mrs1`, and an `mrs1` state
+//! opens with any listed key, so that listing the old key under an id keeps its states working.
+//!
 //! A state for `tools/call`, `resources/read` or `prompts/get` is exactly
 //! [`TYPICAL_STATE_LEN`] (183) characters. Input longer than [`MAX_STATE_LEN`] bytes is refused
 //! before any decoding. The nonce is random (192 bits, so random nonces are safe), hence sealing
@@ -38,6 +51,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::{Arc, RwLock};
 
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, URL_SAFE_NO_PAD};
 use base64::engine::DecodePaddingMode;
@@ -49,6 +63,7 @@ use rand::RngCore;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::keyring::Keyring;
 use crate::request::Principal;
 
 /// The format tag: the prefix of every state, and the AEAD associated data.
@@ -59,6 +74,8 @@ pub const MAX_STATE_LEN: usize = 4096;
 pub const TYPICAL_STATE_LEN: usize = PREFIX.len() + (SEALED_FIXED_LEN * 4).div_ceil(3);
 
 const PREFIX: &str = "mrs1.";
+/// The prefix of a state sealed by a key with an id: `mrs2.ID.` (see [`crate::keyring`]).
+const KEYRING_PREFIX: &str = "mrs2.";
 const NONCE_LEN: usize = 24;
 const TAG_LEN: usize = 16;
 /// Plaintext without the optional method name.
@@ -405,6 +422,9 @@ pub enum StateError {
     /// The state's expiry has passed.
     #[error("requestState has expired; send the original request again without inputResponses and requestState")]
     Expired,
+    /// Sealed with a key the keyring no longer lists (rotated out).
+    #[error("requestState was sealed with a retired key; send the original request again without inputResponses and requestState")]
+    RetiredKey,
     /// Presented by another caller than the one it was issued to.
     #[error("invalid requestState: it was issued to a different caller")]
     WrongPrincipal,
@@ -423,6 +443,7 @@ impl StateError {
             StateError::Malformed => "malformed",
             StateError::Forged => "forged",
             StateError::Expired => "expired",
+            StateError::RetiredKey => "retired_key",
             StateError::WrongPrincipal => "wrong_principal",
             StateError::WrongMethod => "wrong_method",
             StateError::WrongParams => "wrong_params",
@@ -433,13 +454,53 @@ impl StateError {
 // ---------------------------------------------------------------------------------------------
 // Sealer
 
-/// Seals [`Claims`] into `requestState` strings and opens them again. Cheap to share (`&self`
-/// everywhere); build one per key at startup.
+/// Seals [`Claims`] into `requestState` strings and opens them again, under a [`Keyring`]: the
+/// newest key seals, every listed key opens. Cheap to share (`&self` everywhere); clones share
+/// one keyring, which [`replace`](Self::replace) swaps (SIGHUP) for every clone at once.
+#[derive(Clone)]
 pub struct Sealer {
+    ring: Arc<RwLock<Arc<SealingRing>>>,
+}
+
+/// The keys in use, newest first.
+struct SealingRing {
+    keys: Vec<SealingKey>,
+}
+
+struct SealingKey {
+    /// `None`: the key of a single-key file or of the store, sealing the `mrs1` format.
+    id: Option<String>,
     aead: XChaCha20Poly1305,
     /// Seals requests passed between instances ([`crate::cluster`]): a key derived from the
     /// state key, so that a forwarded request can never be taken for a `requestState`.
     forward: XChaCha20Poly1305,
+}
+
+impl SealingRing {
+    fn of(keyring: &Keyring) -> SealingRing {
+        SealingRing {
+            keys: keyring
+                .keys()
+                .iter()
+                .rev()
+                .map(|(id, key)| SealingKey::new(id.clone(), key))
+                .collect(),
+        }
+    }
+}
+
+impl SealingKey {
+    fn new(id: Option<String>, key: &StateKey) -> SealingKey {
+        let mut forward = Sha256::new();
+        forward.update(b"mcp-mrtr-proxy forward v1\0");
+        forward.update(key.bytes());
+        let forward: [u8; 32] = forward.finalize().into();
+        SealingKey {
+            id,
+            aead: XChaCha20Poly1305::new(key.bytes().into()),
+            forward: XChaCha20Poly1305::new((&forward).into()),
+        }
+    }
 }
 
 impl fmt::Debug for Sealer {
@@ -449,15 +510,35 @@ impl fmt::Debug for Sealer {
 }
 
 impl Sealer {
+    /// A sealer of one key without an id (the `mrs1` format).
     pub fn new(key: &StateKey) -> Sealer {
-        let mut forward = Sha256::new();
-        forward.update(b"mcp-mrtr-proxy forward v1\0");
-        forward.update(key.bytes());
-        let forward: [u8; 32] = forward.finalize().into();
+        Sealer::with_keyring(&Keyring::single(key.clone()))
+    }
+
+    /// A sealer of `keyring` (its last key seals).
+    pub fn with_keyring(keyring: &Keyring) -> Sealer {
         Sealer {
-            aead: XChaCha20Poly1305::new(key.bytes().into()),
-            forward: XChaCha20Poly1305::new((&forward).into()),
+            ring: Arc::new(RwLock::new(Arc::new(SealingRing::of(keyring)))),
         }
+    }
+
+    /// Swaps the keys (for every clone of this sealer): states sealed with a key `keyring` still
+    /// lists keep opening; those of a key it dropped get [`StateError::RetiredKey`].
+    pub fn replace(&self, keyring: &Keyring) {
+        let ring = Arc::new(SealingRing::of(keyring));
+        *self
+            .ring
+            .write()
+            .unwrap_or_else(|poison| poison.into_inner()) = ring;
+    }
+
+    fn ring(&self) -> Arc<SealingRing> {
+        Arc::clone(
+            &self
+                .ring
+                .read()
+                .unwrap_or_else(|poison| poison.into_inner()),
+        )
     }
 
     /// Seals a request passed to another instance: nonce ‖ XChaCha20-Poly1305(plaintext), under
@@ -465,7 +546,7 @@ impl Sealer {
     pub fn seal_forward(&self, plaintext: &[u8]) -> Vec<u8> {
         let mut nonce = [0u8; NONCE_LEN];
         OsRng.fill_bytes(&mut nonce);
-        let ciphertext = self
+        let ciphertext = self.ring().keys[0]
             .forward
             .encrypt(XNonce::from_slice(&nonce), plaintext)
             .expect("XChaCha20-Poly1305 only fails on messages over 256 GiB");
@@ -481,9 +562,11 @@ impl Sealer {
             return None;
         }
         let (nonce, ciphertext) = sealed.split_at(NONCE_LEN);
-        self.forward
-            .decrypt(XNonce::from_slice(nonce), ciphertext)
-            .ok()
+        self.ring().keys.iter().find_map(|key| {
+            key.forward
+                .decrypt(XNonce::from_slice(nonce), ciphertext)
+                .ok()
+        })
     }
 
     /// Seals `claims`: `"mrs1." + base64url_nopad(nonce || ciphertext)`, see the module docs.
@@ -499,21 +582,33 @@ impl Sealer {
     /// Never for real states: a nonce must not be used twice under one key.
     pub(crate) fn seal_with_nonce(&self, claims: &Claims, nonce: [u8; NONCE_LEN]) -> String {
         let plaintext = encode_claims(claims);
-        let ciphertext = self
+        let ring = self.ring();
+        let key = &ring.keys[0];
+        // `mrs1.` for a key without an id, `mrs2.ID.` otherwise (the prefix, without its final
+        // dot, is the associated data: the id cannot be swapped).
+        let prefix = match &key.id {
+            None => PREFIX.to_owned(),
+            Some(id) => format!("{KEYRING_PREFIX}{id}."),
+        };
+        let aad = match &key.id {
+            None => FORMAT_TAG.to_owned(),
+            Some(_) => prefix[..prefix.len() - 1].to_owned(),
+        };
+        let ciphertext = key
             .aead
             .encrypt(
                 XNonce::from_slice(&nonce),
                 Payload {
                     msg: &plaintext,
-                    aad: FORMAT_TAG.as_bytes(),
+                    aad: aad.as_bytes(),
                 },
             )
             .expect("XChaCha20-Poly1305 only fails on messages over 256 GiB");
         let mut sealed = Vec::with_capacity(NONCE_LEN + ciphertext.len());
         sealed.extend_from_slice(&nonce);
         sealed.extend_from_slice(&ciphertext);
-        let mut state = String::with_capacity(PREFIX.len() + (sealed.len() * 4).div_ceil(3));
-        state.push_str(PREFIX);
+        let mut state = String::with_capacity(prefix.len() + (sealed.len() * 4).div_ceil(3));
+        state.push_str(&prefix);
         URL_SAFE_NO_PAD.encode_string(&sealed, &mut state);
         state
     }
@@ -564,7 +659,21 @@ impl Sealer {
         if state.len() > MAX_STATE_LEN {
             return Err(StateError::Malformed);
         }
-        let encoded = state.strip_prefix(PREFIX).ok_or(StateError::Malformed)?;
+        // `mrs1.`: sealed by a key without an id (any listed key may be it); `mrs2.ID.`: by the
+        // key `ID`, which must still be listed.
+        let (encoded, id) = match state.strip_prefix(PREFIX) {
+            Some(encoded) => (encoded, None),
+            None => {
+                let rest = state
+                    .strip_prefix(KEYRING_PREFIX)
+                    .ok_or(StateError::Malformed)?;
+                let (id, encoded) = rest.split_once('.').ok_or(StateError::Malformed)?;
+                if !crate::keyring::valid_key_id(id) {
+                    return Err(StateError::Malformed);
+                }
+                (encoded, Some(id))
+            }
+        };
         // Strict: no padding, no whitespace, canonical trailing bits.
         let sealed = URL_SAFE_NO_PAD
             .decode(encoded)
@@ -573,16 +682,34 @@ impl Sealer {
             return Err(StateError::Malformed);
         }
         let (nonce, ciphertext) = sealed.split_at(NONCE_LEN);
-        let plaintext = self
-            .aead
-            .decrypt(
-                XNonce::from_slice(nonce),
-                Payload {
-                    msg: ciphertext,
-                    aad: FORMAT_TAG.as_bytes(),
-                },
-            )
-            .map_err(|_| StateError::Forged)?;
+        let ring = self.ring();
+        let open = |key: &SealingKey, aad: &[u8]| {
+            key.aead
+                .decrypt(
+                    XNonce::from_slice(nonce),
+                    Payload {
+                        msg: ciphertext,
+                        aad,
+                    },
+                )
+                .ok()
+        };
+        let plaintext = match id {
+            None => ring
+                .keys
+                .iter()
+                .find_map(|key| open(key, FORMAT_TAG.as_bytes())),
+            Some(id) => {
+                let key = ring
+                    .keys
+                    .iter()
+                    .find(|key| key.id.as_deref() == Some(id))
+                    .ok_or(StateError::RetiredKey)?;
+                let aad = &state[..KEYRING_PREFIX.len() + id.len()];
+                open(key, aad.as_bytes())
+            }
+        }
+        .ok_or(StateError::Forged)?;
         decode_claims(&plaintext).ok_or(StateError::Malformed)
     }
 }
@@ -1261,6 +1388,87 @@ mod tests {
         }
     }
 
+    fn keyring(text: &str) -> Keyring {
+        Keyring::from_text(text).unwrap()
+    }
+
+    const HEX_42: &str = "4242424242424242424242424242424242424242424242424242424242424242";
+    const HEX_43: &str = "4343434343434343434343434343434343434343434343434343434343434343";
+
+    /// The `mrs2` format pinned: a key with an id writes it into the state and binds it.
+    #[test]
+    fn keyring_state_known_answer() {
+        let sealer = Sealer::with_keyring(&keyring(&format!("old {HEX_43}\nk-2026_07 {HEX_42}")));
+        let claims = Claims {
+            expires_at_ms: 4_000_000_000_000,
+            ..claims()
+        };
+        let state = sealer.seal_with_nonce(&claims, [0x24; NONCE_LEN]);
+        assert_eq!(state, KAT_KEYRING);
+        assert_eq!(sealer.open(KAT_KEYRING, NOW), Ok(claims));
+        // The same key without an id seals `mrs1`, and a different text.
+        assert_ne!(
+            &state["mrs2.k-2026_07.".len()..],
+            &KAT_TOOLS_CALL["mrs1.".len()..]
+        );
+    }
+
+    const KAT_KEYRING: &str = "mrs2.k-2026_07.JCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkpPV8zsWP5w0JhJSRpSOmYZmnRGF9wROFOshWcd542CNk26Nx3hdOG809QtvPI2md1mdd-bych0Pk3fPaXepWhFsmY0xCzdsM9xKMiEX7Yln9m3DApzhup6Dtp7CXt6AErFp2Gu6kfADw33MGzg";
+
+    /// The newest key seals, every listed key opens, a retired key's state says so; an `mrs1`
+    /// state of the old single key opens once that key is listed under an id.
+    #[test]
+    fn keys_rotate_without_losing_states() {
+        let single = Sealer::new(&StateKey::from_text(HEX_43).unwrap());
+        let old_format = single.seal(&claims());
+        let sealer = Sealer::with_keyring(&keyring(&format!("a {HEX_43}")));
+        let sealed_by_a = sealer.seal(&claims());
+        assert!(sealed_by_a.starts_with("mrs2.a."), "{sealed_by_a}");
+        assert_eq!(sealer.open(&old_format, NOW), Ok(claims()));
+
+        // Rotate: b is added and seals; a still opens.
+        sealer.replace(&keyring(&format!("a {HEX_43}\nb {HEX_42}")));
+        let sealed_by_b = sealer.seal(&claims());
+        assert!(sealed_by_b.starts_with("mrs2.b."), "{sealed_by_b}");
+        assert_eq!(sealer.open(&sealed_by_a, NOW), Ok(claims()));
+        assert_eq!(sealer.open(&sealed_by_b, NOW), Ok(claims()));
+
+        // Retire a: its states are refused as such; b's still open.
+        let clone = sealer.clone();
+        sealer.replace(&keyring(&format!("b {HEX_42}")));
+        assert_eq!(clone.open(&sealed_by_a, NOW), Err(StateError::RetiredKey));
+        assert_eq!(clone.open(&sealed_by_b, NOW), Ok(claims()));
+        assert_eq!(clone.open(&old_format, NOW), Err(StateError::Forged));
+
+        // The id is bound: moved onto another key's id, the state is forged.
+        let swapped = sealed_by_b.replacen("mrs2.b.", "mrs2.c.", 1);
+        sealer.replace(&keyring(&format!("c {HEX_42}")));
+        assert_eq!(sealer.open(&swapped, NOW), Err(StateError::Forged));
+        for bad in [
+            "mrs2.",
+            "mrs2.b",
+            "mrs2..AAAA",
+            "mrs2.b!.AAAA",
+            "mrs3.b.AAAA",
+        ] {
+            assert_eq!(sealer.open(bad, NOW), Err(StateError::Malformed), "{bad}");
+        }
+    }
+
+    /// Forwarded requests (between instances) follow the keyring too.
+    #[test]
+    fn forwarded_requests_open_with_any_listed_key() {
+        let sealer = Sealer::with_keyring(&keyring(&format!("a {HEX_43}")));
+        let sealed = sealer.seal_forward(b"request");
+        sealer.replace(&keyring(&format!("a {HEX_43}\nb {HEX_42}")));
+        assert_eq!(
+            sealer.open_forward(&sealed).as_deref(),
+            Some(&b"request"[..])
+        );
+        sealer.replace(&keyring(&format!("b {HEX_42}")));
+        assert_eq!(sealer.open_forward(&sealed), None);
+    }
+
     const KAT_TOOLS_CALL: &str = "mrs1.JCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkpPV8zsWP5w0JhJSRpSOmYZmnRGF9wROFOshWcd542CNk26Nx3hdOG809QtvPI2md1mdd-bych0Pk3fPaXepWhFsmY0xCzdsM9xKMiEX7Yln9m3DApzhup6Dtp7CXiUDb5tecm3EcZpgLs_va6w";
     const KAT_OTHER_METHOD: &str =
         "mrs1.JCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkpfV8zsWP5w0JhJSRpSOmYZmNPVHmJW8rpM-RPZZd9LZjQgL8jD_-k4ohp_8gb1zN-mdd-bych0Pk3fPaXepWhFsmY0xCzdsM9xKMiEX7Yln9m3DAoceRW_xAzA9oexZJpQdSCAu-yCox-30qwKsRfqotahPpOk4pn3IbR3JoHsg";
@@ -1311,6 +1519,21 @@ mod tests {
             let sealer = Sealer::new(&key(1));
             let result = sealer.open(&text, now);
             prop_assert!(matches!(result, Err(StateError::Malformed | StateError::Forged)), "{:?}", result);
+            let ring = Sealer::with_keyring(&Keyring::from_text(&format!("k1 {}", key(1).to_text())).unwrap());
+            let result = ring.open(&text, now);
+            prop_assert!(matches!(result, Err(StateError::Malformed | StateError::Forged | StateError::RetiredKey)), "{:?}", result);
+        }
+
+        #[test]
+        fn prop_keyring_round_trip(claims in arb_claims(), key in any::<[u8; 32]>(), id in "[A-Za-z0-9_-]{1,32}") {
+            let text = format!("{id} {}", StateKey::from_bytes(key).to_text());
+            let sealer = Sealer::with_keyring(&Keyring::from_text(&text).unwrap());
+            let state = sealer.seal(&claims);
+            let expected_prefix = format!("mrs2.{id}.");
+            prop_assert!(state.starts_with(&expected_prefix));
+            let now = claims.expires_at_ms - 1;
+            prop_assert_eq!(sealer.open(&state, now), Ok(claims.clone()));
+            prop_assert_eq!(Sealer::new(&StateKey::from_bytes(key)).open(&state, now), Err(StateError::RetiredKey));
         }
 
         #[test]

@@ -187,6 +187,61 @@ async fn the_state_is_bound_to_the_tool_and_its_arguments(kind: BackendKind) {
     assert_eq!(done.text(), "Deletion of /tmp/a confirmed.", "{done:#?}");
 }
 
+/// Sealing keys rotate without losing paused calls (`--state-key-file` as a keyring, re-read
+/// on SIGHUP): a call paused under the old single key resumes after a new key was added and
+/// seals; a call paused under a key that is then retired gets "sealed with a retired key".
+async fn keys_rotate_under_paused_calls(kind: BackendKind) {
+    let stack = Stack::start(kind, ProxyOptions::default()).await;
+    let raw = stack.raw();
+    let old_key = stack.proxy.state_key_hex().to_owned();
+    let (requests, before) = round_one(&raw, "ask_name", json!({})).await;
+    assert!(
+        before.starts_with("mrs1."),
+        "a single key file seals as before: {before}"
+    );
+
+    // Rotate: the old key listed under an id, a new key that seals from now on.
+    let new_key = "7".repeat(64);
+    stack
+        .proxy
+        .reload_state_keys(&format!("# rotated\nold {old_key}\nnew {new_key}\n"))
+        .await;
+    let done = raw
+        .retry_tool("ask_name", json!({}), answers(&requests), Some(&before))
+        .await;
+    assert_eq!(done.text(), "Hello, Alice!", "{done:#?}");
+
+    let (requests, sealed_new) = round_one(&raw, "ask_name", json!({})).await;
+    assert!(sealed_new.starts_with("mrs2.new."), "{sealed_new}");
+    let (_, sealed_new_too) = round_one(&raw, "ask_name", json!({})).await;
+    let done = raw
+        .retry_tool("ask_name", json!({}), answers(&requests), Some(&sealed_new))
+        .await;
+    assert_eq!(done.text(), "Hello, Alice!", "{done:#?}");
+
+    // Retire "new": its state is refused as such, and says what to do.
+    stack
+        .proxy
+        .reload_state_keys(&format!("newer {}\n", "8".repeat(64)))
+        .await;
+    let refused = raw
+        .retry_tool(
+            "ask_name",
+            json!({}),
+            answers(&requests),
+            Some(&sealed_new_too),
+        )
+        .await;
+    let message = refused.error()["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        message.contains("sealed with a retired key; send the original request again"),
+        "{refused:#?}"
+    );
+}
+
 async fn a_state_is_single_use(kind: BackendKind) {
     let stack = Stack::start(kind, ProxyOptions::default()).await;
     let raw = stack.raw();
@@ -326,6 +381,7 @@ async fn an_expired_pause_is_rejected_and_frees_the_lane(kind: BackendKind) {
 }
 
 per_backend!(120;
+    keys_rotate_under_paused_calls,
     tampered_states_are_rejected_and_the_call_survives,
     another_principal_cannot_use_the_state,
     the_state_is_bound_to_the_tool_and_its_arguments,

@@ -42,6 +42,7 @@ use super::http_client::{LaneConnections, Upstream};
 use super::lane_core::{CallTag, LaneCore, Outbound};
 use super::sse::SseParser;
 use super::{lock, BackendError, Initialized, PendingCall};
+use crate::credentials::Credentials;
 use crate::jsonrpc::{ErrorObject, Message};
 
 /// TCP connection establishment; a legacy server that is down fails fast.
@@ -102,6 +103,8 @@ struct HttpShared {
     /// Serialises re-initializations.
     reinit: tokio::sync::Mutex<()>,
     client_info: Value,
+    /// The caller's headers, sent with every request of the lane ([`Credentials`]).
+    credentials: Credentials,
     init_timeout: Duration,
     shut: AtomicBool,
     get_task: Mutex<Option<JoinHandle<()>>>,
@@ -160,6 +163,26 @@ fn version_header(session: &Session) -> Option<&str> {
         .filter(|version| *version >= "2025-06-18")
 }
 
+/// `401`/`403`: the legacy server refused the credentials; its `WWW-Authenticate` challenge
+/// goes to the client.
+pub(super) fn unauthorized<B>(response: &http::Response<B>) -> Option<BackendError> {
+    let status = response.status();
+    if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN {
+        return None;
+    }
+    let challenge = response
+        .headers()
+        .get_all(http::header::WWW_AUTHENTICATE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .collect::<Vec<_>>()
+        .join(", ");
+    Some(BackendError::Unauthorized {
+        status: status.as_u16(),
+        challenge: (!challenge.is_empty()).then_some(challenge),
+    })
+}
+
 fn is_event_stream(content_type: &str) -> bool {
     content_type
         .trim_start()
@@ -179,6 +202,7 @@ impl HttpLane {
         core: Arc<LaneCore>,
         url: &str,
         client_info: &Value,
+        credentials: &Credentials,
         init_timeout: Duration,
     ) -> Result<Self, BackendError> {
         let Upstream { uri, host, path } = Upstream::parse(url)?;
@@ -209,6 +233,7 @@ impl HttpLane {
             }),
             reinit: tokio::sync::Mutex::new(()),
             client_info: client_info.clone(),
+            credentials: credentials.clone(),
             init_timeout,
             shut: AtomicBool::new(false),
             get_task: Mutex::new(None),
@@ -303,7 +328,10 @@ impl HttpLane {
         self.shared.stop_get_stream();
         let session = self.shared.session();
         if let Some(id) = &session.id {
-            let mut request = Request::builder()
+            let mut request = self
+                .shared
+                .credentials
+                .apply(Request::builder())
                 .method(Method::DELETE)
                 .uri(self.shared.path.clone())
                 .header(HOST, self.shared.host.clone())
@@ -347,7 +375,9 @@ impl HttpShared {
     }
 
     fn post(&self, body: Bytes, session: &Session) -> Result<Request<Bytes>, BackendError> {
-        let mut request = Request::builder()
+        let mut request = self
+            .credentials
+            .apply(Request::builder())
             .method(Method::POST)
             .uri(self.path.clone())
             .header(HOST, self.host.clone())
@@ -365,7 +395,9 @@ impl HttpShared {
     }
 
     fn get(&self, session: &Session, last_event_id: Option<&str>) -> Option<Request<Full<Bytes>>> {
-        let mut request = Request::builder()
+        let mut request = self
+            .credentials
+            .apply(Request::builder())
             .method(Method::GET)
             .uri(self.path.clone())
             .header(HOST, self.host.clone())
@@ -414,6 +446,9 @@ impl HttpShared {
                 return Err(BackendError::NotStreamableHttp(format!(
                     "initialize was answered with HTTP {status}"
                 )));
+            }
+            if let Some(refused) = unauthorized(&response) {
+                return Err(refused);
             }
             if !status.is_success() {
                 return Err(BackendError::Unavailable(format!(
@@ -569,6 +604,14 @@ impl HttpShared {
         }
         if status == StatusCode::ACCEPTED {
             // The response will come on another stream (the GET stream).
+            return;
+        }
+        if let Some(refused) = unauthorized(&response) {
+            // The credentials this lane was opened with are refused now (expired, revoked):
+            // the caller hears it, and the lane is of no more use to anyone.
+            tracing::info!(%status, "the legacy server refused the lane's credentials");
+            self.core.complete(&id, Err(refused));
+            self.core.mark_dead();
             return;
         }
         let success = status.is_success();
@@ -788,6 +831,10 @@ impl HttpShared {
                     .instrument(self.core.span.clone()),
             );
             return Err(BackendError::Crashed);
+        }
+        if let Some(refused) = unauthorized(&response) {
+            self.core.mark_dead();
+            return Err(refused);
         }
         if !status.is_success() {
             return Err(BackendError::Protocol(format!(

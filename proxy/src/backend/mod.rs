@@ -49,11 +49,13 @@ pub(crate) mod http_client;
 pub(crate) mod lane_core;
 mod lease;
 mod pool;
+mod principal_pools;
 mod session_lane;
 pub(crate) mod sse;
 mod sse_lane;
 pub use lease::Lease;
 pub use pool::LanePool;
+pub use principal_pools::{ForwardCredentials, PrincipalPools, DEFAULT_MAX_CREDENTIAL_POOLS};
 pub use session_lane::SessionLane;
 pub mod stdio;
 
@@ -101,6 +103,12 @@ pub struct PoolSettings {
     /// A lane with nothing to do for this long is closed (`--lane-idle-timeout`; the pool keeps
     /// its spare lanes).
     pub lane_idle_timeout: Duration,
+    /// Sent with every HTTP request of the pool's lanes: the credentials of the one caller the
+    /// pool serves ([`PrincipalPools`]); none for the anonymous pool and stdio.
+    pub credentials: crate::credentials::Credentials,
+    /// Set when a lane's `initialize` was answered 401/403: the legacy server is up and wants
+    /// credentials (shared by every pool of the upstream, for `/readyz`).
+    pub credentials_wanted: Arc<std::sync::atomic::AtomicBool>,
     /// stdio: the most paused calls one child holds while other calls run on it
     /// (`--max-paused-per-lane`; 0: a paused call keeps its child to itself).
     pub paused_per_lane: usize,
@@ -264,6 +272,19 @@ pub enum BackendError {
     /// HTTP+SSE server, see [`UpstreamTransport::Auto`]).
     #[error("the legacy server does not speak Streamable HTTP there: {0}")]
     NotStreamableHttp(String),
+    /// The legacy server refused the caller's credentials (HTTP 401 or 403): the client gets
+    /// that status and the server's `WWW-Authenticate` challenge.
+    #[error("the legacy server refused the credentials (HTTP {status})")]
+    Unauthorized {
+        status: u16,
+        challenge: Option<String>,
+    },
+    /// `--max-credential-pools` callers each have calls on lanes of their own: a retryable
+    /// refusal of a new caller.
+    #[error(
+        "too many callers with credentials at once ({max}, --max-credential-pools); retry later"
+    )]
+    CallerCapacity { max: usize },
     /// Every lane the call could use is held by calls waiting for their clients (on stdio: as
     /// many as `--max-paused-per-lane` on each child), the pool is at its limit, and none freed
     /// up within the wait: a retryable refusal of the *new* call.

@@ -158,6 +158,11 @@ impl PoolShared {
             .unwrap_or_else(|poison| poison.into_inner())
     }
 
+    #[cfg(test)]
+    pub(super) fn settings(&self) -> &PoolSettings {
+        &self.settings
+    }
+
     fn max_lanes(&self) -> usize {
         self.settings.max_lanes.max(1)
     }
@@ -201,7 +206,10 @@ impl PoolShared {
     /// after failed starts.
     pub(super) fn keep_spares(self: &Arc<Self>) {
         let want = self.settings.spare_lanes;
-        if want == 0 {
+        // A legacy server that wants credentials refuses a lane without them: no spare.
+        let refused = self.settings.credentials.is_empty()
+            && self.settings.credentials_wanted.load(Ordering::Relaxed);
+        if want == 0 || refused {
             return;
         }
         if let BackendSpec::Stdio { program, args } = &self.spec {
@@ -421,6 +429,16 @@ impl PoolShared {
                 state.retry_at = None;
                 Ok(Arc::new(Lane { inner }))
             }
+            Err(error @ BackendError::Unauthorized { .. }) => {
+                // The server is up and wants this caller's credentials: no backoff (other
+                // callers' lanes must not wait), and nothing to retry on our own.
+                self.settings
+                    .credentials_wanted
+                    .store(true, Ordering::Relaxed);
+                core.span
+                    .in_scope(|| tracing::info!(%error, "a lane was refused its credentials"));
+                Err(error)
+            }
             Err(error) => {
                 state.failures += 1;
                 let delay = backoff(state.failures);
@@ -465,10 +483,15 @@ impl PoolShared {
                 };
                 let start_sse = || async {
                     let core = new_core("sse");
-                    let started =
-                        sse_lane::SseLane::start(Arc::clone(&core), url, client_info, init_timeout)
-                            .await
-                            .map(LaneInner::Sse);
+                    let started = sse_lane::SseLane::start(
+                        Arc::clone(&core),
+                        url,
+                        client_info,
+                        &self.settings.credentials,
+                        init_timeout,
+                    )
+                    .await
+                    .map(LaneInner::Sse);
                     (started, core)
                 };
                 match transport {
@@ -479,6 +502,7 @@ impl PoolShared {
                             Arc::clone(&core),
                             url,
                             client_info,
+                            &self.settings.credentials,
                             init_timeout,
                         )
                         .await
@@ -1126,6 +1150,19 @@ impl LanePool {
             tokio::spawn(async move { lane.shutdown().await });
         }
         closing.len()
+    }
+
+    /// Whether nothing uses the pool: no lane starting or leased, and no lane with a request in
+    /// flight, a call routed on it, or a holder besides the pool (the pool may be dropped).
+    pub fn is_unused(&self) -> bool {
+        let state = self.shared.state();
+        state.starting.is_empty()
+            && state.slots.iter().all(|slot| {
+                !slot.leased
+                    && slot.lane.pending_calls() == 0
+                    && slot.lane.core().routed_calls() == 0
+                    && Arc::strong_count(&slot.lane) == 1
+            })
     }
 
     /// Lanes in the pool (live, dead-but-leased) plus lanes being started.

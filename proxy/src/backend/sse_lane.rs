@@ -31,6 +31,7 @@ use super::http_client::{LaneConnections, Upstream};
 use super::lane_core::{LaneCore, Outbound};
 use super::sse::SseParser;
 use super::{AbortOnDrop, BackendError, Initialized, PendingCall};
+use crate::credentials::Credentials;
 use crate::jsonrpc::{ErrorObject, Message};
 
 /// How long connecting to the server may take.
@@ -103,9 +104,17 @@ impl SseLane {
         core: Arc<LaneCore>,
         url: &str,
         client_info: &Value,
+        credentials: &Credentials,
         init_timeout: Duration,
     ) -> Result<Self, BackendError> {
-        let started = Self::open(Arc::clone(&core), url, client_info, init_timeout).await;
+        let started = Self::open(
+            Arc::clone(&core),
+            url,
+            client_info,
+            credentials,
+            init_timeout,
+        )
+        .await;
         if started.is_err() {
             core.mark_dead();
         }
@@ -116,6 +125,7 @@ impl SseLane {
         core: Arc<LaneCore>,
         url: &str,
         client_info: &Value,
+        credentials: &Credentials,
         init_timeout: Duration,
     ) -> Result<Self, BackendError> {
         let unavailable = |why: String| BackendError::Unavailable(why);
@@ -127,7 +137,8 @@ impl SseLane {
             core.span.clone(),
         ));
 
-        let get = Request::builder()
+        let get = credentials
+            .apply(Request::builder())
             .method(Method::GET)
             .uri(path)
             .header(HOST, host.clone())
@@ -138,6 +149,9 @@ impl SseLane {
             .await
             .map_err(|_| unavailable(format!("{url} did not answer within {init_timeout:?}")))?
             .map_err(|error| unavailable(format!("cannot reach {url}: {error}")))?;
+        if let Some(refused) = super::http::unauthorized(&response) {
+            return Err(refused);
+        }
         let content_type = response
             .headers()
             .get(CONTENT_TYPE)
@@ -209,6 +223,7 @@ impl SseLane {
         core.set_outbound(Box::new(SseOutbound(writer.clone())));
         let writer_core = Arc::clone(&core);
         let post_target = endpoint.clone();
+        let post_credentials = credentials.clone();
         tasks.0.push(tokio::spawn(
             async move {
                 while let Some(message) = messages.recv().await {
@@ -217,7 +232,8 @@ impl SseLane {
                         Message::Request { id, .. } => Some(id.clone()),
                         _ => None,
                     };
-                    let request = Request::builder()
+                    let request = post_credentials
+                        .apply(Request::builder())
                         .method(Method::POST)
                         .uri(post_target.clone())
                         .header(HOST, host.clone())

@@ -16,8 +16,8 @@ use tracing::{debug, info, warn, Instrument};
 
 use super::pauses::Claimed;
 use super::wire::{
-    declined_url_outcome, decorate_reply, flatten, input_request, input_responses, internal,
-    legacy_params, legacy_response, level_rank, lost_call, refusal_for, translate_error,
+    backend_failure, declined_url_outcome, decorate_reply, flatten, input_request, input_responses,
+    internal, legacy_params, legacy_response, level_rank, lost_call, refusal_for, translate_error,
     INPUT_KEY_HINT, INPUT_METHODS,
 };
 use super::{client_label, Answer, Engine};
@@ -191,9 +191,13 @@ impl Engine {
         // response stream; on stdio, its place on the child, which runs other calls meanwhile)
         // until the retry or the TTL: no pause ever yields to a new call. When no lane can be
         // had, the pool refuses the *new* call (`BackendError::Exhausted`), retryably.
+        let pool = match self.pool_for(request) {
+            Ok(pool) => pool,
+            Err(error) => return Some(Err(error)),
+        };
         let lease = tokio::select! {
             biased;
-            lease = self.pool.call_lease(&profile, &request.method, &request.params) => lease,
+            lease = pool.call_lease(&profile, &request.method, &request.params) => lease,
             () = sink.closed() => return None,
         };
         let mut lease = match lease {
@@ -208,7 +212,7 @@ impl Engine {
                 );
                 return Some(Err(limits::capacity_refusal(lanes, paused_per_lane)));
             }
-            Err(error) => return Some(Err(internal(error.to_string()))),
+            Err(error) => return Some(Err(backend_failure(error))),
         };
         // Unique per lane (= per legacy session), which is all a progress token needs; no
         // random bytes per call. Only for calls that may want progress (`progress_tokens.rs`).
@@ -223,7 +227,7 @@ impl Engine {
         let legacy_request = legacy_params(&request.params, token.as_str());
         let call = match lease.request(&request.method, legacy_request).await {
             Ok(call) => call,
-            Err(error) => return Some(Err(internal(error.to_string()))),
+            Err(error) => return Some(Err(backend_failure(error))),
         };
         let live = LiveCall {
             lease,
@@ -283,8 +287,12 @@ impl Engine {
         }
         let mut responses = input_responses(&request.params);
         let round_keys: HashSet<String> = live.pending.keys().cloned().collect();
-        if let Err(error) = self.deliver(&mut live, &responses).await {
-            return Some(Err(lost_call(&error)));
+        match self.deliver(&mut live, &responses).await {
+            Ok(()) => {}
+            Err(error @ BackendError::Unauthorized { .. }) => {
+                return Some(Err(backend_failure(error)))
+            }
+            Err(error) => return Some(Err(lost_call(&error))),
         }
         // The answers to nothing asked yet may answer what the legacy server asks next.
         responses.retain(|key, _| !round_keys.contains(key));
@@ -306,7 +314,7 @@ impl Engine {
                             live.answered = false;
                             live.reissue = None;
                         }
-                        Err(error) => return Some(Err(internal(error.to_string()))),
+                        Err(error) => return Some(Err(backend_failure(error))),
                     }
                 }
                 Some(false) => return Some(declined_url_outcome(&live.method).map(Reply::Tree)),
@@ -408,6 +416,11 @@ impl Engine {
                     // A call that was paused and whose legacy side is gone is a lost pause,
                     // whether the retry noticed the dead backend before or after delivering.
                     let outcome = match response {
+                        // The legacy server refused the credentials now (they expired during
+                        // the pause): the client hears 401/403 and its challenge.
+                        Ok(Err(error @ BackendError::Unauthorized { .. })) => {
+                            Err(backend_failure(error))
+                        }
                         Ok(Err(error)) if live.round > 0 => Err(lost_call(&error)),
                         Err(_) if live.round > 0 => Err(lost_call(&BackendError::Crashed)),
                         response => flatten(response),

@@ -3,17 +3,18 @@
 use mcp_migrate_rules::RuleId;
 use serde_json::{json, Value};
 
-use super::wire::{front_capabilities, internal};
+use super::wire::{backend_failure, front_capabilities};
 use super::{Engine, FRONT_VERSION};
 use crate::jsonrpc::ErrorObject;
+use crate::request::FrontRequest;
 
 impl Engine {
-    pub(super) async fn discover(&self) -> Result<Value, ErrorObject> {
+    pub(super) async fn discover(&self, request: &FrontRequest) -> Result<Value, ErrorObject> {
         let initialized = self
-            .pool
+            .pool_for(request)?
             .initialized()
             .await
-            .map_err(|error| internal(error.to_string()))?;
+            .map_err(backend_failure)?;
         let legacy = &initialized.result;
         let capabilities = front_capabilities(legacy.get("capabilities"));
         if legacy.pointer("/capabilities/logging").is_some() {

@@ -10,9 +10,9 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tracing::{debug, warn};
 
-use super::wire::{flatten, internal};
+use super::wire::{backend_failure, flatten, internal};
 use super::Engine;
-use crate::backend::BackendError;
+use crate::backend::{BackendError, LanePool};
 use crate::capabilities::CapabilityProfile;
 use crate::jsonrpc::{codes, ErrorObject};
 use crate::param_headers::ToolHeaders;
@@ -46,20 +46,21 @@ impl Engine {
                 crate::param_headers::check(params, arguments, headers)
             })
         };
+        let pool = self.pool_for(request)?;
         // Per call: decided under the index's read lock when the tools are known and current.
-        let generation = self.pool.tools_generation();
+        let generation = pool.tools_generation();
         let decided = self
             .tool_headers
             .with_current(profile, generation, |known| (verdict(known), known.loaded));
         let (mut outcome, loaded) = match decided {
             Some(decided) => decided,
             None => {
-                let known = self.tool_headers(profile, None).await?;
+                let known = self.tool_headers(&pool, profile, None).await?;
                 (verdict(&known), known.loaded)
             }
         };
         if outcome.is_err() && loaded.elapsed() >= TOOL_HEADERS_RECHECK_AFTER {
-            let fresh = self.tool_headers(profile, Some(loaded)).await?;
+            let fresh = self.tool_headers(&pool, profile, Some(loaded)).await?;
             outcome = verdict(&fresh);
         }
         outcome.map_err(|problem| {
@@ -77,11 +78,12 @@ impl Engine {
     /// `newer_than`: refetch unless what is known was loaded after that instant.
     async fn tool_headers(
         &self,
+        pool: &LanePool,
         profile: &CapabilityProfile,
         newer_than: Option<std::time::Instant>,
     ) -> Result<Arc<ToolHeaders>, ErrorObject> {
         let fresh_enough = |known: &ToolHeaders| newer_than.is_none_or(|at| known.loaded > at);
-        let generation = self.pool.tools_generation();
+        let generation = pool.tools_generation();
         if let Some(known) = self.tool_headers.current(profile, generation) {
             if fresh_enough(&known) {
                 return Ok(known);
@@ -89,7 +91,7 @@ impl Engine {
         }
         let _loading = self.tool_headers.loading.lock().await;
         // Read before the fetch: a change announced during it leaves the result stale.
-        let generation = self.pool.tools_generation();
+        let generation = pool.tools_generation();
         if let Some(known) = self.tool_headers.current(profile, generation) {
             if fresh_enough(&known) {
                 return Ok(known);
@@ -100,11 +102,7 @@ impl Engine {
             loaded: std::time::Instant::now(),
             tools: HashMap::new(),
         };
-        let lane = self
-            .pool
-            .shared(profile)
-            .await
-            .map_err(|error| internal(error.to_string()))?;
+        let lane = pool.shared(profile).await.map_err(backend_failure)?;
         let mut cursor: Option<String> = None;
         for _ in 0..TOOL_LIST_MAX_PAGES {
             let params = match &cursor {
@@ -114,7 +112,7 @@ impl Engine {
             let call = lane
                 .request("tools/list", params)
                 .await
-                .map_err(|error| internal(error.to_string()))?;
+                .map_err(backend_failure)?;
             let response = tokio::time::timeout(self.settings.request_timeout, call.response)
                 .await
                 .map_err(|_| {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tracing::{debug, info, warn};
 
-use super::wire::{internal, invalid_params};
+use super::wire::{backend_failure, internal, invalid_params};
 use super::Engine;
 use crate::capabilities::CapabilityProfile;
 use crate::jsonrpc::{ErrorObject, Message};
@@ -34,13 +34,17 @@ impl Engine {
         if self.is_draining() {
             return Some(Err(internal("the proxy is shutting down")));
         }
-        let initialized = match self.pool.initialized().await {
+        let pool = match self.pool_for(request) {
+            Ok(pool) => pool,
+            Err(error) => return Some(Err(error)),
+        };
+        let initialized = match pool.initialized().await {
             Ok(initialized) => initialized,
-            Err(error) => return Some(Err(internal(error.to_string()))),
+            Err(error) => return Some(Err(backend_failure(error))),
         };
         let mut honoured = asked.supported_by(initialized.result.get("capabilities"));
         // From here on nothing the legacy server announces is missed.
-        let mut feed = self.pool.subscribe_changes();
+        let mut feed = pool.subscribe_changes();
         let timeout = self.settings.request_timeout;
         let acquired = if honoured.resource_subscriptions.is_empty() {
             None
@@ -48,7 +52,7 @@ impl Engine {
             match self
                 .resource_subscriptions
                 .acquire(
-                    &self.pool,
+                    &pool,
                     &CapabilityProfile::from_client_capabilities(&request.client_capabilities),
                     &honoured.resource_subscriptions,
                     timeout,

@@ -23,7 +23,7 @@ use mcp_migrate_rules::RuleId;
 use serde_json::Value;
 use tracing::warn;
 
-use crate::backend::LanePool;
+use crate::backend::{LanePool, PrincipalPools};
 use crate::capabilities::CapabilityProfile;
 use crate::jsonrpc::{codes, ErrorObject, Reply};
 use crate::limits::CallLimits;
@@ -71,7 +71,8 @@ pub struct EngineSettings {
 pub struct Engine {
     /// The engine's own `Arc`, for the `Handler` entry point (which receives `&self`).
     me: std::sync::Weak<Engine>,
-    pool: Arc<LanePool>,
+    /// The legacy server's lanes, one pool per caller with credentials.
+    pools: Arc<PrincipalPools>,
     settings: EngineSettings,
     /// The paused calls and their records (the multi-round state machine).
     pauses: pauses::PauseBook,
@@ -128,14 +129,14 @@ fn client_label(request: &FrontRequest) -> String {
 
 impl Engine {
     pub fn new(
-        pool: Arc<LanePool>,
+        pools: Arc<PrincipalPools>,
         sealer: Sealer,
         store: Arc<dyn PauseStore>,
         settings: EngineSettings,
     ) -> Arc<Self> {
         Arc::new_cyclic(|me| Engine {
             me: me.clone(),
-            pool,
+            pools,
             pauses: pauses::PauseBook::new(
                 store,
                 sealer,
@@ -161,7 +162,7 @@ impl Engine {
                 return false;
             };
             metrics.set_paused(engine.paused_calls());
-            let (open, leased) = engine.pool.lane_stats();
+            let (open, leased) = engine.pools.lane_stats();
             metrics.set_lanes(open, leased);
             true
         }));
@@ -204,6 +205,14 @@ impl Engine {
     /// Expires pauses whose deadline has passed (run periodically).
     pub async fn sweep(&self) {
         self.pauses.sweep().await;
+    }
+
+    /// The lanes of the request's caller: its own pool when it sent credentials to an HTTP
+    /// legacy server, else the anonymous one.
+    fn pool_for(&self, request: &FrontRequest) -> Result<Arc<LanePool>, ErrorObject> {
+        self.pools
+            .for_caller(&request.principal, &request.credentials)
+            .map_err(wire::backend_failure)
     }
 
     /// Logs a deprecation warning once per (client, rule), under the linter's rule names.
@@ -271,7 +280,7 @@ impl Engine {
         let profile = CapabilityProfile::from_client_capabilities(&request.client_capabilities);
         self.note_client_deprecations(&request, &profile);
         let answer: Answer = match route(&request.method) {
-            Route::Discover => Some(self.discover().await.map(Reply::Tree)),
+            Route::Discover => Some(self.discover(&request).await.map(Reply::Tree)),
             Route::PassThrough => Some(self.pass_through(&request, &profile, &sink).await),
             Route::Call => self.call(&request, profile, &mut sink, forwarded).await,
             Route::Listen => self
@@ -341,12 +350,12 @@ impl Handler for Engine {
     }
 
     fn is_ready(&self) -> bool {
-        self.pool.is_ready()
+        self.pools.is_ready()
     }
 
     fn readiness(&self) -> Vec<(&'static str, bool)> {
         vec![
-            ("backend", self.pool.is_ready()),
+            ("backend", self.pools.is_ready()),
             ("store", self.store_writable().is_ok()),
             ("not_draining", !self.is_draining()),
         ]
@@ -361,7 +370,7 @@ mod tests {
 
     #[tokio::test]
     async fn readiness_names_backend_store_and_draining() {
-        let pool = LanePool::new(
+        let pool = PrincipalPools::new(
             crate::backend::BackendSpec::Stdio {
                 program: "/nonexistent/legacy-server".into(),
                 args: Vec::new(),
@@ -373,9 +382,13 @@ mod tests {
                 request_timeout: Duration::from_secs(1),
                 call_sessions: Default::default(),
                 lane_idle_timeout: Duration::from_secs(300),
+                credentials: Default::default(),
+                credentials_wanted: Default::default(),
                 paused_per_lane: crate::limits::DEFAULT_MAX_PAUSED_PER_LANE,
                 spare_lanes: 0,
             },
+            crate::backend::DEFAULT_MAX_CREDENTIAL_POOLS,
+            Default::default(),
         );
         let engine = Engine::new(
             pool,

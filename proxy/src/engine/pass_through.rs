@@ -2,7 +2,9 @@
 //! `resources/templates/list`, `completion/complete`): a shared lane of the request's capability
 //! profile, a fresh legacy id, the result decorated (T5) and forbidden codes translated (T19).
 
-use super::wire::{decorate_reply, flatten, internal, legacy_params, translate_error};
+use super::wire::{
+    backend_failure, decorate_reply, flatten, internal, legacy_params, translate_error,
+};
 use super::Engine;
 use crate::backend::BackendError;
 use crate::capabilities::CapabilityProfile;
@@ -30,14 +32,14 @@ impl Engine {
         let method = request.method.as_str();
         let outcome = async {
             let lane = self
-                .pool
+                .pool_for(request)?
                 .shared(profile)
                 .await
-                .map_err(|error| internal(error.to_string()))?;
+                .map_err(backend_failure)?;
             let call = lane
                 .request(method, legacy_params(&request.params, None))
                 .await
-                .map_err(|error| internal(error.to_string()))?;
+                .map_err(backend_failure)?;
             let legacy_id = call.legacy_id.clone();
             tokio::select! {
                 response = call.response => flatten(response),

@@ -480,6 +480,7 @@ fn state_rejection_reason(error: &StateError) -> &'static str {
         StateError::Malformed => "state_malformed",
         StateError::Forged => "state_tampered",
         StateError::Expired => "state_expired",
+        StateError::RetiredKey => "state_retired_key",
         StateError::WrongPrincipal => "state_foreign_principal",
         StateError::WrongMethod | StateError::WrongParams => "state_other_params",
     }

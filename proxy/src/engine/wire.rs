@@ -31,6 +31,19 @@ pub(super) fn internal(message: impl Into<String>) -> ErrorObject {
     ErrorObject::new(codes::INTERNAL_ERROR, message)
 }
 
+/// The client's error for a failure on the legacy side: the legacy server's refusal of the
+/// caller's credentials keeps its HTTP status and challenge ([`crate::credentials::refusal`]);
+/// a new caller beyond `--max-credential-pools` is refused retryably; anything else `-32603`.
+pub(super) fn backend_failure(error: BackendError) -> ErrorObject {
+    match error {
+        BackendError::Unauthorized { status, challenge } => {
+            crate::credentials::refusal(status, challenge.as_deref())
+        }
+        BackendError::CallerCapacity { max } => crate::limits::caller_capacity_refusal(max),
+        error => internal(error.to_string()),
+    }
+}
+
 /// The params to forward: the front params without MRTR fields and without the 2026-only
 /// `io.modelcontextprotocol/*` `_meta` keys; `progressToken` replaced by a proxy-minted one.
 pub(super) fn legacy_params(params: &Value, progress_token: Option<&str>) -> Value {
@@ -75,7 +88,7 @@ pub(super) use crate::refusals::lost_call;
 pub(super) fn flatten(response: LegacyOutcome) -> Result<Reply, ErrorObject> {
     match response {
         Ok(Ok(outcome)) => outcome,
-        Ok(Err(error)) => Err(internal(error.to_string())),
+        Ok(Err(error)) => Err(backend_failure(error)),
         Err(_) => Err(internal(BackendError::Crashed.to_string())),
     }
 }

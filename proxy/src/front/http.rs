@@ -12,6 +12,9 @@
 //! - `GET /readyz`: readiness: 200 `{"ready":true,...}` when every [`Handler::readiness`] check
 //!   passes (backend initialized, store writable, not draining), else 503 naming the failed ones.
 //! - `GET /metrics`: the Prometheus/OpenMetrics exposition of [`crate::metrics::global`].
+//! - `GET /.well-known/oauth-protected-resource[/PATH]`, `/.well-known/oauth-authorization-server
+//!   [/PATH]`: the HTTP legacy server's OAuth discovery documents, relayed
+//!   ([`super::well_known`]).
 //! - `POST /mrtr/forward`: a retry another instance passed on ([`crate::cluster`]), a sealed
 //!   envelope the handler opens ([`Handler::open_forwarded`]); answered like `POST {path}`.
 //! - anything else: 404.
@@ -45,10 +48,11 @@ use tracing::Instrument as _;
 
 use super::validate::{self, error_response, Rejection, Validated};
 use super::SINK_CAPACITY;
+use crate::credentials::{Credentials, OriginRewrite};
 use crate::jsonrpc::{codes, ErrorObject, Message};
 use crate::legacy_session::{Era, LegacySessions};
 use crate::limits::{self, RequestGate};
-use crate::request::{FrontRequest, Handler, Outgoing, Principal, ResponseSink};
+use crate::request::{FrontRequest, Handler, Outgoing, ResponseSink};
 
 /// The default request body limit.
 pub const DEFAULT_MAX_BODY_BYTES: usize = limits::DEFAULT_MAX_BODY_BYTES;
@@ -99,6 +103,13 @@ pub struct HttpFrontConfig {
     /// Legacy (`initialize`) client sessions on the same endpoint ([`super::http_legacy`]);
     /// `None`: 2026-07-28 clients only.
     pub legacy: Option<Arc<LegacySessions>>,
+    /// Request headers sent on to the legacy server besides `Authorization` (`--forward-header`).
+    pub forward_headers: Vec<http::HeaderName>,
+    /// The legacy server's origin → `--public-url`, in the challenges and discovery documents
+    /// relayed to clients.
+    pub origin_rewrite: Option<OriginRewrite>,
+    /// The legacy server's OAuth discovery documents, relayed (an HTTP upstream).
+    pub discovery: Option<Arc<super::well_known::DiscoveryRelay>>,
 }
 
 impl Default for HttpFrontConfig {
@@ -117,6 +128,9 @@ impl Default for HttpFrontConfig {
             max_concurrent_requests: limits::DEFAULT_MAX_CONCURRENT_REQUESTS,
             shutdown_grace: limits::DEFAULT_SHUTDOWN_GRACE,
             legacy: None,
+            forward_headers: Vec::new(),
+            origin_rewrite: None,
+            discovery: None,
         }
     }
 }
@@ -247,6 +261,7 @@ impl Front {
                     legacy,
                     request,
                     self.config.sse_keep_alive,
+                    self.callers(),
                 )
                 .await;
             }
@@ -271,6 +286,20 @@ impl Front {
             } else {
                 metrics_response()
             }
+        } else if let Some(discovery) = self
+            .config
+            .discovery
+            .as_ref()
+            .filter(|_| super::well_known::is_discovery_path(path))
+        {
+            if request.method() != Method::GET && request.method() != Method::HEAD {
+                return method_not_allowed("GET, HEAD");
+            }
+            let target = request
+                .uri()
+                .path_and_query()
+                .map_or(path, |target| target.as_str());
+            discovery.relay(request.method(), target).await
         } else {
             text_response(StatusCode::NOT_FOUND, "not found\n")
         }
@@ -290,6 +319,13 @@ impl Front {
                 .headers()
                 .contains_key(crate::legacy_session::SESSION_HEADER))
         .then_some(legacy)
+    }
+
+    fn callers(&self) -> super::http_legacy::Callers<'_> {
+        super::http_legacy::Callers {
+            forward: &self.config.forward_headers,
+            rewrite: self.config.origin_rewrite.as_ref(),
+        }
     }
 
     /// DNS-rebinding protection: every `Origin` value present must be loopback or allowed.
@@ -416,6 +452,7 @@ impl Front {
                     &bytes,
                     &self.gate,
                     self.config.sse_keep_alive,
+                    self.callers(),
                 )
                 .await;
             }
@@ -423,7 +460,7 @@ impl Front {
                 return super::http_legacy::refuse_modern(&bytes);
             }
         }
-        match decide_post(&parts.headers, &bytes) {
+        match decide_post_forwarding(&parts.headers, &bytes, &self.config.forward_headers) {
             PostDecision::Reject(rejection) => {
                 crate::metrics::global()
                     .rejection(crate::metrics::validation_reason(rejection.error.code));
@@ -468,7 +505,15 @@ impl Front {
         let (tx, rx) = mpsc::channel(SINK_CAPACITY);
         let sink = ResponseSink::new(tx).observed(&request.method);
         start_handler(self.handler.as_ref(), request, sink, span, forwarded);
-        respond_from(rx, id, sse_allowed, permit, self.config.sse_keep_alive).await
+        respond_from(
+            rx,
+            id,
+            sse_allowed,
+            permit,
+            self.config.sse_keep_alive,
+            self.config.origin_rewrite.as_ref(),
+        )
+        .await
     }
 }
 
@@ -482,6 +527,7 @@ pub(crate) async fn respond_from(
     sse_allowed: bool,
     permit: OwnedSemaphorePermit,
     keep_alive: Option<Duration>,
+    rewrite: Option<&OriginRewrite>,
 ) -> Response<ResponseBody> {
     loop {
         match rx.recv().await {
@@ -493,7 +539,8 @@ pub(crate) async fn respond_from(
                     .ok()
                     .filter(|status| !status.is_informational())
                     .unwrap_or(StatusCode::OK);
-                let mut response = message_response(status, &message);
+                let mut response = challenge_response(status, &message, rewrite)
+                    .unwrap_or_else(|| message_response(status, &message));
                 if status == StatusCode::SERVICE_UNAVAILABLE {
                     response.headers_mut().insert(
                         header::RETRY_AFTER,
@@ -520,6 +567,40 @@ pub(crate) async fn respond_from(
     }
 }
 
+/// The `401`/`403` answer for the legacy server's refusal of the caller's credentials: the
+/// JSON-RPC error without its internal `data`, and the legacy server's `WWW-Authenticate`
+/// challenge (its origin rewritten to `--public-url`), so that the client can start its
+/// authorization flow. `None` for any other answer.
+pub(crate) fn challenge_response(
+    status: StatusCode,
+    message: &Message,
+    rewrite: Option<&OriginRewrite>,
+) -> Option<Response<ResponseBody>> {
+    if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN {
+        return None;
+    }
+    let Message::Response {
+        id,
+        outcome: Err(error),
+    } = message
+    else {
+        return None;
+    };
+    let (_, challenge) = crate::credentials::refused(error)?;
+    let plain = ErrorObject::new(error.code, error.message.clone());
+    let mut response = message_response(status, &Message::response(id.clone(), Err(plain)));
+    let challenge = challenge.map(|challenge| match rewrite {
+        Some(rewrite) => rewrite.apply(challenge),
+        None => challenge.to_owned(),
+    });
+    if let Some(value) = challenge.and_then(|challenge| HeaderValue::from_str(&challenge).ok()) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
+    Some(response)
+}
+
 /// What the front does with a POST once its body is read.
 #[derive(Debug)]
 pub enum PostDecision {
@@ -540,16 +621,28 @@ pub enum PostDecision {
 /// principal from `Authorization`, validate ([`validate::validate`]), and pick the response mode.
 /// Pure and synchronous; the fuzz target `front_request` drives it.
 pub fn decide_post(headers: &HeaderMap, body: &[u8]) -> PostDecision {
+    decide_post_forwarding(headers, body, &[])
+}
+
+/// [`decide_post`] with the `--forward-header` names: those headers (and `Authorization`) go
+/// with the request as its [`Credentials`] and make its principal.
+pub fn decide_post_forwarding(
+    headers: &HeaderMap,
+    body: &[u8],
+    forward: &[http::HeaderName],
+) -> PostDecision {
     let message = match Message::parse(body) {
         Ok(message) => message,
         Err(error) => return PostDecision::Reject(Rejection::unreadable(&error)),
     };
-    match validate::validate_owned(message, Some(headers), principal_of(headers)) {
+    let (credentials, principal) = Credentials::from_request(headers, forward);
+    match validate::validate_owned(message, Some(headers), principal) {
         Err(rejection) => PostDecision::Reject(rejection),
         Ok(Validated::Cancelled { .. } | Validated::OtherNotification { .. }) => {
             PostDecision::Accepted
         }
-        Ok(Validated::Request(request)) => {
+        Ok(Validated::Request(mut request)) => {
+            request.credentials = credentials;
             let sse_allowed = accepts_event_stream(headers);
             if request.method == "subscriptions/listen" && !sse_allowed {
                 // A listen stream is nothing but notifications.
@@ -603,20 +696,6 @@ pub(crate) fn handler_gone() -> ErrorObject {
         codes::INTERNAL_ERROR,
         "internal error: the request ended without a response",
     )
-}
-
-/// `Authorization` → principal (all values, in order, as HTTP would combine them).
-fn principal_of(headers: &HeaderMap) -> Principal {
-    let mut values = headers.get_all(header::AUTHORIZATION).iter();
-    let Some(first) = values.next() else {
-        return Principal::anonymous();
-    };
-    let mut credential = first.as_bytes().to_vec();
-    for value in values {
-        credential.extend_from_slice(b", ");
-        credential.extend_from_slice(value.as_bytes());
-    }
-    Principal::from_credential(&credential)
 }
 
 /// Whether the client takes `text/event-stream` (no `Accept` header: yes).
@@ -969,6 +1048,8 @@ mod tests {
 
     #[test]
     fn principals_follow_authorization() {
+        use crate::request::Principal;
+        let principal_of = |headers: &HeaderMap| Credentials::from_request(headers, &[]).1;
         let mut headers = HeaderMap::new();
         assert_eq!(principal_of(&headers), Principal::anonymous());
         headers.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer a"));

@@ -11,6 +11,10 @@
 //! - `DELETE` with `Mcp-Session-Id`: ends the session (`200`).
 //! - An unknown, ended or expired `Mcp-Session-Id`: `404` with a JSON-RPC error, after which the
 //!   client initializes again.
+//! - A session whose legacy session carries the credentials that opened it (`Authorization` and
+//!   the `--forward-header` headers, see `--forward-credentials`) belongs to them: any request on
+//!   it with other credentials gets `403`. The legacy server's refusal of the credentials at `initialize` is
+//!   its `401`/`403` with its `WWW-Authenticate` challenge.
 //!
 //! JSON-RPC errors of the legacy server travel with HTTP 200, as legacy servers send them.
 
@@ -21,21 +25,22 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{header, HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
+use http::{header, HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::http::{
-    accepts_event_stream, empty_response, json_response, message_response, overloaded,
-    respond_from, sse_event, sse_response, KeepAlive, ResponseBody,
+    accepts_event_stream, challenge_response, empty_response, json_response, message_response,
+    overloaded, respond_from, sse_event, sse_response, KeepAlive, ResponseBody,
 };
 use super::validate::error_response;
 use super::SINK_CAPACITY;
+use crate::credentials::{Credentials, OriginRewrite};
 use crate::jsonrpc::{codes, ErrorObject, Message};
 use crate::legacy_session::{EraPolicy, LegacySessions, RelayError, Session, SESSION_HEADER};
 use crate::limits::RequestGate;
-use crate::request::Outgoing;
+use crate::request::{Outgoing, Principal};
 
 /// The JSON-RPC error code legacy SDK servers send with a `404` for an unknown session.
 const SESSION_NOT_FOUND: i64 = -32001;
@@ -81,6 +86,30 @@ pub(super) fn refuse_modern(body: &[u8]) -> Response<ResponseBody> {
     )
 }
 
+/// How a legacy request names its caller, and how challenges are relayed.
+pub(super) struct Callers<'a> {
+    /// `--forward-header` names (with `Authorization`, the caller's credentials).
+    pub forward: &'a [HeaderName],
+    /// `--public-url` in the legacy server's challenges.
+    pub rewrite: Option<&'a OriginRewrite>,
+}
+
+/// `403`: the session was opened with other credentials.
+fn not_your_session(id: Option<&Value>) -> Response<ResponseBody> {
+    crate::metrics::global().rejection("session_owner");
+    tracing::warn!("refused a request on a legacy session opened with other credentials");
+    json_response(
+        StatusCode::FORBIDDEN,
+        &error_response(
+            id,
+            &ErrorObject::new(
+                codes::INVALID_REQUEST,
+                "Forbidden: this session was opened with other credentials",
+            ),
+        ),
+    )
+}
+
 /// A legacy POST (see the module documentation).
 pub(super) async fn post(
     legacy: &Arc<LegacySessions>,
@@ -88,6 +117,7 @@ pub(super) async fn post(
     body: &[u8],
     gate: &RequestGate,
     keep_alive: Option<Duration>,
+    callers: Callers<'_>,
 ) -> Response<ResponseBody> {
     let message = match Message::parse(body) {
         Ok(message) => message,
@@ -99,10 +129,11 @@ pub(super) async fn post(
             );
         }
     };
+    let (credentials, principal) = Credentials::from_request(headers, callers.forward);
     let Some(session_id) = session_id(headers) else {
         return match message {
             Message::Request { id, method, params } if method == "initialize" => {
-                initialize(legacy, id, params).await
+                initialize(legacy, id, params, principal, &credentials, callers.rewrite).await
             }
             message => bad_request(
                 request_id(&message),
@@ -113,6 +144,9 @@ pub(super) async fn post(
     let Some(session) = legacy.get(session_id) else {
         return session_not_found(request_id(&message));
     };
+    if !session.admits(&principal) {
+        return not_your_session(request_id(&message));
+    }
     match message {
         Message::Request { id, method, params } => {
             let Some(permit) = gate.try_enter() else {
@@ -122,7 +156,7 @@ pub(super) async fn post(
             let sse = accepts_event_stream(headers);
             let (tx, rx) = mpsc::channel(SINK_CAPACITY);
             tokio::spawn(relay_request(session, id.clone(), method, params, tx, sse));
-            respond_from(rx, id, sse, permit, keep_alive).await
+            respond_from(rx, id, sse, permit, keep_alive, callers.rewrite).await
         }
         Message::Notification { method, params } => {
             match session.notification(&method, params).await {
@@ -151,8 +185,11 @@ async fn initialize(
     legacy: &Arc<LegacySessions>,
     id: Value,
     params: Option<Value>,
+    principal: Principal,
+    credentials: &Credentials,
+    rewrite: Option<&OriginRewrite>,
 ) -> Response<ResponseBody> {
-    match legacy.initialize(id, params).await {
+    match legacy.initialize(id, params, principal, credentials).await {
         Ok((session, response)) => {
             let mut reply = message_response(StatusCode::OK, &response);
             if let Ok(value) = HeaderValue::from_str(&session.id) {
@@ -162,7 +199,8 @@ async fn initialize(
         }
         Err(refused) => {
             let status = StatusCode::from_u16(refused.http_status).unwrap_or(StatusCode::OK);
-            let mut reply = message_response(status, &refused.response);
+            let mut reply = challenge_response(status, &refused.response, rewrite)
+                .unwrap_or_else(|| message_response(status, &refused.response));
             if status == StatusCode::SERVICE_UNAVAILABLE {
                 reply.headers_mut().insert(
                     header::RETRY_AFTER,
@@ -219,10 +257,18 @@ pub(super) async fn session_route(
     legacy: &Arc<LegacySessions>,
     request: Request<Incoming>,
     keep_alive: Option<Duration>,
+    callers: Callers<'_>,
 ) -> Response<ResponseBody> {
     let Some(id) = session_id(request.headers()).map(str::to_owned) else {
         return session_not_found(None);
     };
+    let Some(session) = legacy.get(&id) else {
+        return session_not_found(None);
+    };
+    let (_, principal) = Credentials::from_request(request.headers(), callers.forward);
+    if !session.admits(&principal) {
+        return not_your_session(None);
+    }
     if request.method() == Method::DELETE {
         return if legacy.delete(&id).await {
             empty_response(StatusCode::OK)
@@ -230,9 +276,6 @@ pub(super) async fn session_route(
             session_not_found(None)
         };
     }
-    let Some(session) = legacy.get(&id) else {
-        return session_not_found(None);
-    };
     if !accepts_event_stream(request.headers()) {
         return bad_request(None, "the GET stream needs `Accept: text/event-stream`");
     }

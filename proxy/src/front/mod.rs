@@ -11,6 +11,7 @@ mod http_legacy;
 pub mod stdio;
 mod stdio_legacy;
 pub mod validate;
+pub mod well_known;
 
 #[cfg(doc)]
 use crate::request::{FrontRequest, Handler};

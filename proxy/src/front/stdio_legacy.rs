@@ -121,7 +121,15 @@ async fn open(
 ) -> Option<String> {
     match message {
         Message::Request { id, method, params } if method == "initialize" => {
-            match legacy.initialize(id, params).await {
+            match legacy
+                .initialize(
+                    id,
+                    params,
+                    crate::request::Principal::anonymous(),
+                    &crate::credentials::Credentials::none(),
+                )
+                .await
+            {
                 Ok((opened, response)) => {
                     // stdout is the session's one stream: every server message goes there, and
                     // the responses through the same queue (a response never overtakes the

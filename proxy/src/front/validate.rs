@@ -380,6 +380,7 @@ fn validate_request(
         log_level,
         progress_token,
         principal,
+        credentials: crate::credentials::Credentials::none(),
         param_headers: headers
             .filter(|_| method == "tools/call")
             .map(mirrored_headers),

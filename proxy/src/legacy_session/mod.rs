@@ -23,8 +23,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::backend::LanePool;
+use crate::backend::{BackendError, PrincipalPools};
+use crate::credentials::Credentials;
 use crate::jsonrpc::{codes, ErrorObject, Message};
+use crate::request::Principal;
 use mcp_migrate_rules::RuleId;
 
 pub use era::{Era, EraPolicy, LEGACY_VERSIONS, SESSION_HEADER};
@@ -64,7 +66,7 @@ pub struct Refused {
 
 /// The legacy client sessions of one proxy.
 pub struct LegacySessions {
-    pool: Arc<LanePool>,
+    pools: Arc<PrincipalPools>,
     settings: LegacySettings,
     table: SessionTable,
 }
@@ -79,11 +81,11 @@ impl std::fmt::Debug for LegacySessions {
 }
 
 impl LegacySessions {
-    pub fn new(pool: Arc<LanePool>, settings: LegacySettings) -> Arc<Self> {
+    pub fn new(pools: Arc<PrincipalPools>, settings: LegacySettings) -> Arc<Self> {
         crate::metrics::global().set_legacy_sessions_max(settings.max_sessions);
         Arc::new(LegacySessions {
             table: SessionTable::new(settings.max_sessions),
-            pool,
+            pools,
             settings,
         })
     }
@@ -100,10 +102,15 @@ impl LegacySessions {
     /// Opens a session for a legacy `initialize` request: negotiates the version, starts the
     /// session's own lane with the client's params, and answers with the legacy server's own
     /// `InitializeResult`.
+    ///
+    /// The session's lane sends `credentials` with every request it makes, and the session
+    /// belongs to `principal`: requests of another caller on it are refused.
     pub async fn initialize(
         &self,
         id: Value,
         params: Option<Value>,
+        principal: Principal,
+        credentials: &Credentials,
     ) -> Result<(Arc<Session>, Message), Refused> {
         crate::metrics::global().era_request(Era::Legacy.label());
         let refuse = |error: ErrorObject, http_status: u16| Refused {
@@ -145,8 +152,21 @@ impl LegacySessions {
         };
         params["protocolVersion"] = Value::from(version);
         let client = ClientLabel::from_initialize(&params);
-        let lane = match self.pool.open_session_lane(params.clone()).await {
+        // A session whose lane carries the caller's credentials belongs to that caller.
+        let owner = self.pools.forwards(credentials).then(|| principal.clone());
+        let opened = match self.pools.for_caller(&principal, credentials) {
+            Ok(pool) => pool.open_session_lane(params.clone()).await,
+            Err(error) => Err(error),
+        };
+        let lane = match opened {
             Ok(lane) => lane,
+            Err(BackendError::Unauthorized { status, challenge }) => {
+                tracing::info!(status, client = %client.name, "the legacy server refused a legacy client's credentials");
+                return Err(refuse(
+                    crate::credentials::refusal(status, challenge.as_deref()),
+                    status,
+                ));
+            }
             Err(error) => {
                 tracing::warn!(%error, client = %client.name, "a legacy session could not be opened");
                 return Err(refuse(
@@ -161,6 +181,7 @@ impl LegacySessions {
             client,
             initialized.protocol_version.clone(),
             lane,
+            owner,
         );
         place.fill(Arc::clone(&session));
         crate::metrics::global().legacy_session_opened();

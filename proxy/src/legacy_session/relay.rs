@@ -33,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 use super::route::{flush_queue_into_request, send, targets};
 use crate::backend::{BackendError, BackendEvent, EventReceiver, Lane, SessionLane};
 use crate::jsonrpc::{codes, ErrorObject, Message, Reply};
-use crate::request::Outgoing;
+use crate::request::{Outgoing, Principal};
 use mcp_migrate_rules::RuleId;
 
 /// Messages kept for a client that has no stream open yet.
@@ -89,6 +89,9 @@ pub(super) struct SessionState {
 /// One legacy client session.
 pub struct Session {
     pub id: String,
+    /// Who opened the session (the digest of its credentials) when its lane carries them: then
+    /// only that caller may use it. `None`: no credentials were sent on.
+    pub owner: Option<Principal>,
     pub client: ClientLabel,
     /// The version the legacy server answered `initialize` with.
     pub protocol_version: String,
@@ -125,12 +128,18 @@ fn key(id: &Value) -> String {
 }
 
 impl Session {
+    /// Whether `principal` may use the session (its owner, or anyone when it has none).
+    pub fn admits(&self, principal: &Principal) -> bool {
+        self.owner.as_ref().is_none_or(|owner| owner == principal)
+    }
+
     /// Wraps a started session lane and starts relaying what the server sends.
     pub fn start(
         id: String,
         client: ClientLabel,
         protocol_version: String,
         lane: SessionLane,
+        owner: Option<Principal>,
     ) -> Arc<Session> {
         let SessionLane {
             lane,
@@ -140,6 +149,7 @@ impl Session {
         let (barriers, barrier_rx) = mpsc::unbounded_channel();
         let session = Arc::new(Session {
             id,
+            owner,
             client,
             protocol_version,
             lane,

@@ -114,6 +114,8 @@ pub fn settings(max_lanes: usize, roots: &[&str]) -> PoolSettings {
         request_timeout: Duration::from_secs(10),
         call_sessions: Default::default(),
         lane_idle_timeout: Duration::from_secs(300),
+        credentials: Default::default(),
+        credentials_wanted: Default::default(),
         paused_per_lane: mcp_mrtr_proxy::limits::DEFAULT_MAX_PAUSED_PER_LANE,
         // The pool tests count lanes: no lane starts behind their back (the spare lanes have
         // their own test).

@@ -28,6 +28,8 @@
 //! - `mrtr`: the whole 2026-07-28 `ask_name` flow through the proxy: the first request (answered
 //!   `input_required`) and the retry with `inputResponses` + `requestState` (answered with the
 //!   result). One flow = one op; the latency of each of the two requests is recorded too.
+//! - `--authorization VALUE`: every request carries this `Authorization` header (the proxy
+//!   forwards it to the legacy server and serves the caller from a lane pool of its own).
 //! - `--hold-paused N` (with `proxy`): before the run, N `test_elicitation` calls are paused and
 //!   never retried, so the run measures the calls that come behind paused ones (how many
 //!   paused: `paused_held` in the output).
@@ -148,7 +150,8 @@ struct Args {
 const USAGE: &str = "usage: proxy_load --mode direct|direct-elicit|proxy|mrtr --url URL[,URL...] \
 [--retry-url URL[,URL...]] | --mode stdio|stdio-direct --command 'CMD ARGS...' \
 [--connections N] [--duration 10s] [--warmup 2s] [--timeout 10s] [--rate CALLS_PER_S] \
-[--cpu-pid LABEL=PID]... [--hold-paused N] [--get-stream 1] [--progress-token 1]";
+[--cpu-pid LABEL=PID]... [--hold-paused N] [--get-stream 1] [--progress-token 1] \
+[--authorization VALUE]";
 
 /// `10s`, `500ms`, `1.5s`, `2m`, or a bare number of seconds.
 fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -206,6 +209,11 @@ fn parse_args() -> Result<Args, String> {
             }
             "--get-stream" => get_stream = value == "1",
             "--progress-token" => progress_token = value == "1",
+            "--authorization" => {
+                let value = HeaderValue::from_str(&value)
+                    .map_err(|_| "bad --authorization value".to_owned())?;
+                let _ = AUTHORIZATION.set(value);
+            }
             "--hold-paused" => {
                 hold_paused = value
                     .parse()
@@ -321,8 +329,17 @@ fn cpu_sample(pids: &[(String, u32)]) -> Vec<(String, Option<f64>)> {
 
 // ---- HTTP and JSON-RPC helpers ----------------------------------------------------------------
 
+/// `--authorization VALUE`: sent as `Authorization` on every request (the proxy then forwards it
+/// and serves the caller from a lane pool of its own).
+static AUTHORIZATION: std::sync::OnceLock<HeaderValue> = std::sync::OnceLock::new();
+
 fn client() -> Result<Client, String> {
+    let mut headers = HeaderMap::new();
+    if let Some(value) = AUTHORIZATION.get() {
+        headers.insert(reqwest::header::AUTHORIZATION, value.clone());
+    }
     Client::builder()
+        .default_headers(headers)
         .http1_only()
         .no_proxy()
         .tcp_nodelay(true)

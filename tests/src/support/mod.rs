@@ -22,6 +22,7 @@ mod modern;
 pub mod node;
 pub mod packages;
 mod process;
+pub mod protected;
 pub mod python;
 mod raw;
 mod redis;

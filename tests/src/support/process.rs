@@ -464,6 +464,37 @@ impl Proxy {
         panic!("{url} did not answer 200 within {HEALTHY:?} (last: {last})");
     }
 
+    /// Writes `text` to the proxy's `--state-key-file` (a keyring or a single key), sends SIGHUP,
+    /// and waits until the proxy logs that it reloaded its keys (or that it refused the file:
+    /// then this panics with the log).
+    pub async fn reload_state_keys(&self, text: &str) {
+        let count = |needle: &str| {
+            self.logs
+                .snapshot()
+                .iter()
+                .filter(|line| line.contains(needle))
+                .count()
+        };
+        let (reloaded, refused) = (
+            count("requestState keys reloaded"),
+            count("requestState keys were not reloaded"),
+        );
+        std::fs::write(&self.key_file, text).expect("write the key file");
+        signal(self.child.id(), "-HUP");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if count("requestState keys reloaded") > reloaded {
+                return;
+            }
+            if count("requestState keys were not reloaded") > refused || Instant::now() >= deadline
+            {
+                self.logs.dump("the proxy");
+                panic!("the proxy did not reload its keys after SIGHUP");
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// Sends SIGTERM and waits (up to `limit`) for the proxy to exit; returns its exit status.
     pub async fn terminate(&mut self, limit: Duration) -> std::process::ExitStatus {
         signal(self.child.id(), "-TERM");

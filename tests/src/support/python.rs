@@ -206,10 +206,10 @@ impl Drop for InstallLock {
 
 /// The last lines the server wrote, printed when a test fails.
 #[derive(Debug, Clone, Default)]
-struct Logs(Arc<Mutex<VecDeque<String>>>);
+pub(super) struct Logs(Arc<Mutex<VecDeque<String>>>);
 
 impl Logs {
-    fn pump(&self, stream: impl Read + Send + 'static) {
+    pub(super) fn pump(&self, stream: impl Read + Send + 'static) {
         let logs = self.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stream).lines() {
@@ -219,7 +219,7 @@ impl Logs {
         });
     }
 
-    fn push(&self, line: String) {
+    pub(super) fn push(&self, line: String) {
         let mut lines = self.0.lock().unwrap_or_else(|poison| poison.into_inner());
         if lines.len() == LOG_LINES {
             lines.pop_front();
@@ -227,7 +227,7 @@ impl Logs {
         lines.push_back(line);
     }
 
-    fn dump(&self) {
+    pub(super) fn dump(&self) {
         let lines = self.0.lock().unwrap_or_else(|poison| poison.into_inner());
         eprintln!(
             "---- last {} lines of the legacy SSE server ----",
@@ -335,7 +335,7 @@ impl Drop for LegacySseServer {
 }
 
 /// A port that was free a moment ago (bound to 127.0.0.1:0, then released).
-fn free_port() -> u16 {
+pub(super) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
         .expect("bind 127.0.0.1:0")
@@ -372,7 +372,11 @@ fn spawn(python: &Path, port: u16, transport: &str, logs: &Logs) -> Child {
 /// Polls `GET url` until it answers 200 with `text/event-stream` (the stream is dropped at
 /// once), or over Streamable HTTP until it answers at all (a GET without a session is refused).
 /// `Err("exited ...")` when the child died first.
-async fn wait_ready(url: &str, transport: &str, child: &mut Child) -> Result<(), String> {
+pub(super) async fn wait_ready(
+    url: &str,
+    transport: &str,
+    child: &mut Child,
+) -> Result<(), String> {
     let client = reqwest::Client::builder()
         .no_proxy()
         .timeout(Duration::from_secs(5))
@@ -418,7 +422,7 @@ fn fail(child: &mut Child, logs: &Logs, url: &str, why: &str) -> ! {
     panic!("the legacy SSE server did not come up at {url}: {why}")
 }
 
-fn kill_and_reap(child: &mut Child) {
+pub(super) fn kill_and_reap(child: &mut Child) {
     let _ = child.kill();
     let _ = child.wait();
 }

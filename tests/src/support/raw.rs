@@ -65,6 +65,8 @@ pub struct RawResponse {
     pub body: String,
     /// The `Retry-After` header, if any.
     pub retry_after: Option<String>,
+    /// The `WWW-Authenticate` header, if any.
+    pub www_authenticate: Option<String>,
 }
 
 impl RawResponse {
@@ -277,6 +279,11 @@ impl RawClient {
             .get("retry-after")
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
+        let www_authenticate = response
+            .headers()
+            .get("www-authenticate")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         let body = response
             .text()
             .await
@@ -300,6 +307,7 @@ impl RawClient {
             notifications,
             body,
             retry_after,
+            www_authenticate,
         }
     }
 

@@ -92,6 +92,15 @@ pub fn conformance_server(sdk: LegacySdk) -> LegacyCommand {
     }
 }
 
+/// A script of `tests/sdk-servers/typescript/` run by Node, next to the TypeScript SDK
+/// (installing it on first use). Blocking.
+pub fn typescript_script(script: &str) -> LegacyCommand {
+    LegacyCommand {
+        program: Suite::install().node,
+        args: vec![typescript_dir().join(script).into()],
+    }
+}
+
 /// [`conformance_server`] from async code.
 pub async fn conformance_server_async(sdk: LegacySdk) -> LegacyCommand {
     tokio::task::spawn_blocking(move || conformance_server(sdk))
