@@ -44,17 +44,15 @@ async fn answer(raw: &RawClient, i: usize, requests: &Value, state: &str) -> Raw
     raw.send(&request).await
 }
 
-/// Pauses `CALLS` calls at once, checks the proxy holds them all, then resumes them all at once,
-/// each with its own answer. Returns the legacy sessions the proxy opened.
-async fn a_thousand_pauses(proxy: &Proxy) -> f64 {
-    let raw = Arc::new(proxy.raw());
-    let started = Instant::now();
+/// Principals `0..count` each pause `ask_name` at once; returns each one's input requests and
+/// state.
+async fn pause_all(raw: &Arc<RawClient>, count: usize) -> Vec<(usize, Value, String)> {
     let mut calls = JoinSet::new();
-    for i in 0..CALLS {
-        let raw = Arc::clone(&raw);
+    for i in 0..count {
+        let raw = Arc::clone(raw);
         calls.spawn(async move { (i, ask(&raw, i).await) });
     }
-    let mut paused = Vec::with_capacity(CALLS);
+    let mut paused = Vec::with_capacity(count);
     while let Some(outcome) = calls.join_next().await {
         let (i, response) = outcome.expect("a call task");
         assert_eq!(
@@ -65,19 +63,14 @@ async fn a_thousand_pauses(proxy: &Proxy) -> f64 {
         let (requests, state) = response.input_required();
         paused.push((i, requests.clone(), state.to_owned()));
     }
-    let parked = started.elapsed();
-    let metrics = proxy.metrics().await;
-    assert_eq!(
-        metric(&metrics, "mcp_proxy_paused_calls"),
-        CALLS as f64,
-        "every call is paused at once"
-    );
-    let sessions = metric(&metrics, "mcp_proxy_lane_starts_total");
+    paused
+}
 
-    let started = Instant::now();
+/// Every pause of [`pause_all`] answered at once: each gets its own greeting.
+async fn resume_all(raw: &Arc<RawClient>, paused: Vec<(usize, Value, String)>) {
     let mut retries = JoinSet::new();
     for (i, requests, state) in paused {
-        let raw = Arc::clone(&raw);
+        let raw = Arc::clone(raw);
         retries.spawn(async move { (i, answer(&raw, i, &requests, &state).await) });
     }
     while let Some(outcome) = retries.join_next().await {
@@ -88,6 +81,25 @@ async fn a_thousand_pauses(proxy: &Proxy) -> f64 {
             "retry {i} got someone else's answer or none: {response:#?}"
         );
     }
+}
+
+/// Pauses `CALLS` calls at once, checks the proxy holds them all, then resumes them all at once,
+/// each with its own answer. Returns the legacy sessions the proxy opened.
+async fn a_thousand_pauses(proxy: &Proxy) -> f64 {
+    let raw = Arc::new(proxy.raw());
+    let started = Instant::now();
+    let paused = pause_all(&raw, CALLS).await;
+    let parked = started.elapsed();
+    let metrics = proxy.metrics().await;
+    assert_eq!(
+        metric(&metrics, "mcp_proxy_paused_calls"),
+        CALLS as f64,
+        "every call is paused at once"
+    );
+    let sessions = metric(&metrics, "mcp_proxy_lane_starts_total");
+
+    let started = Instant::now();
+    resume_all(&raw, paused).await;
     eprintln!(
         "{CALLS} paused calls: parked in {parked:?}, resumed in {:?}, {sessions} legacy sessions opened",
         started.elapsed()
@@ -445,22 +457,7 @@ async fn a_hundred_pauses_on_a_stdio_python_server_leave_new_calls_served() {
             })
             .await;
             let raw = Arc::new(proxy.raw());
-            let mut calls = JoinSet::new();
-            for i in 0..PAUSES {
-                let raw = Arc::clone(&raw);
-                calls.spawn(async move { (i, ask(&raw, i).await) });
-            }
-            let mut paused = Vec::with_capacity(PAUSES);
-            while let Some(outcome) = calls.join_next().await {
-                let (i, response) = outcome.expect("a call task");
-                assert_eq!(
-                    response.result_type(),
-                    Some("input_required"),
-                    "call {i} did not pause: {response:#?}"
-                );
-                let (requests, state) = response.input_required();
-                paused.push((i, requests.clone(), state.to_owned()));
-            }
+            let paused = pause_all(&raw, PAUSES).await;
             let metrics = proxy.metrics().await;
             assert_eq!(metric(&metrics, "mcp_proxy_paused_calls"), PAUSES as f64);
 
@@ -494,19 +491,7 @@ async fn a_hundred_pauses_on_a_stdio_python_server_leave_new_calls_served() {
                 "the default --pool-size bounds the children"
             );
 
-            let mut retries = JoinSet::new();
-            for (i, requests, state) in paused {
-                let raw = Arc::clone(&raw);
-                retries.spawn(async move { (i, answer(&raw, i, &requests, &state).await) });
-            }
-            while let Some(outcome) = retries.join_next().await {
-                let (i, response) = outcome.expect("a retry task");
-                assert_eq!(
-                    response.text(),
-                    format!("Hello, Person {i}!"),
-                    "retry {i} got someone else's answer or none: {response:#?}"
-                );
-            }
+            resume_all(&raw, paused).await;
             let metrics = proxy.metrics().await;
             assert_eq!(metric(&metrics, "mcp_proxy_paused_calls"), 0.0);
         },
