@@ -214,12 +214,14 @@ fn http_post(data: &[u8]) {
     }
 }
 
-/// A request without its principal and mirrored headers (which differ between the fronts).
+/// A request without its principal, credentials and mirrored headers (which differ between the
+/// fronts: only HTTP carries headers).
 fn same_request(request: &FrontRequest) -> String {
     format!(
         "{:?}",
         FrontRequest {
             principal: Principal::anonymous(),
+            credentials: Default::default(),
             param_headers: None,
             ..request.clone()
         }
