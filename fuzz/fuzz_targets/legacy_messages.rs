@@ -218,7 +218,9 @@ impl Checked {
             }
         }
         assert_eq!(events, want_events);
+        // Both in id order: a batch may answer our requests in any order.
         completed.sort_by_key(|(id, _)| id.as_u64());
+        want_completed.sort_by_key(|(id, _)| id.as_u64());
         assert_eq!(completed, want_completed);
         assert_eq!(self.router.pending(), self.pending.len());
     }
