@@ -1,10 +1,10 @@
-//! Paused calls at scale (issue 11): a thousand people with a pending form at once, in front of
+//! Paused calls at scale: a thousand people with a pending form at once, in front of
 //! real legacy servers with the proxy's default flags. No pause is dropped because others paused;
 //! every paused call resumes with its own answer. Servers that send their mid-call requests on
 //! the call's own POST stream (TypeScript SDK 1.x `extra.sendRequest`, Python FastMCP
 //! `ctx.elicit`) share a handful of legacy sessions; the rmcp fixture (requests on the session's
 //! GET stream) gets a session per call. Also: the retryable refusal when every lane is held by a
-//! paused call, the "evicted" message, no cross-talk when a lane is recycled, and the issue 16
+//! paused call, the "evicted" message, no cross-talk when a lane is recycled, and the
 //! regression "eviction counts start-up time".
 
 use std::sync::Arc;

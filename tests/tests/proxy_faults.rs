@@ -64,7 +64,7 @@ async fn assert_lost(raw: &RawClient, requests: &Value, state: &str) {
 }
 
 /// Retries a pause whose legacy session ended under it and asserts the "evicted" error with its
-/// reason (issue 11: never "expired", never a result).
+/// reason (never "expired", never a result).
 async fn assert_evicted(raw: &RawClient, requests: &Value, state: &str) {
     let answers = Script::default().answer_all(requests).unwrap();
     let request = raw.retry_request("ask_name", json!({}), answers, Some(state));

@@ -17,7 +17,7 @@
 //!  Claimed with a dead legacy call ──▶ Evicted
 //!
 //! No pause ever ends because other calls paused: a new call that finds every lane held is
-//! refused by the pool (issue 11), not served at a paused call's expense.
+//! refused by the pool (retryably), not served at a paused call's expense.
 //! ```
 //!
 //! Each arrow is one method of [`PauseBook`]. A transition that ends a live call answers its
