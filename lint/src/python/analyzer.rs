@@ -12,6 +12,7 @@ use rustc_hash::FxHashSet as HashSet;
 
 use super::bindings::{built_request, dotted, Bindings};
 use super::imports::{is_sdk_path, last, Imports};
+use super::mrtr::{self, Answers, Registrations};
 use super::report::Reporter;
 use super::symbols::{self, Finding};
 use crate::diagnostic::{Diagnostic, SourceFile};
@@ -42,17 +43,25 @@ enum Kind {
 struct Scope {
     contexts: HashSet<String>,
     sessions: HashSet<String>,
+    /// Names bound here to plain data (`state = json.dumps(...)`), for `request_state`.
+    plain_states: HashSet<String>,
+    /// The SDK seals the `request_state` handed out here (a high-level server's handler).
+    sealed: bool,
 }
 
 pub struct Analyzer<'a> {
     source: &'a str,
     imports: &'a Imports,
     bindings: &'a Bindings,
+    registrations: &'a Registrations,
     reporter: Reporter<'a>,
     /// The file imports the SDK: distinctive names (`send_log_message`, `sse_app`) count on any
     /// receiver, and `*.session` is a session.
     sdk_active: bool,
     scopes: Vec<Scope>,
+    /// The request the code being walked answers: its function's registration, narrowed by a
+    /// router branch (`case "tools/list":`).
+    answering: Vec<Answers>,
     statement: usize,
     next_statement: usize,
     depth: usize,
@@ -61,13 +70,19 @@ pub struct Analyzer<'a> {
 pub fn run(file: &Arc<SourceFile>, body: &[Stmt]) -> Vec<Diagnostic> {
     let imports = Imports::build(body);
     let bindings = Bindings::collect(body, &imports);
+    let registrations = Registrations::collect(body, &imports);
     let mut analyzer = Analyzer {
         source: &file.text,
         imports: &imports,
         bindings: &bindings,
+        registrations: &registrations,
         reporter: Reporter::new(file),
         sdk_active: imports.imports_sdk(),
-        scopes: vec![Scope::default()],
+        scopes: vec![Scope {
+            sealed: registrations.sealed_in_file(),
+            ..Scope::default()
+        }],
+        answering: Vec::new(),
         statement: 0,
         next_statement: 1,
         depth: 0,
@@ -262,6 +277,7 @@ impl Analyzer<'_> {
                 self.report_all(findings, literal.range);
             }
         }
+        self.check_mrtr_call(call);
         match &*call.func {
             Expr::Attribute(attribute) => self.check_method_call(attribute, arguments),
             func => {
@@ -484,6 +500,7 @@ impl Analyzer<'_> {
                 _ => {}
             }
         }
+        self.check_mrtr_dict(dict);
     }
 
     /// A handler registered by decorator: `@server.set_logging_level()`.
@@ -508,8 +525,94 @@ impl Analyzer<'_> {
         true
     }
 
+    /// A router branch's body, answering `branch` when its test names a request.
+    fn visit_branch(&mut self, branch: Option<Answers>, body: &[Stmt]) {
+        let narrowed = branch.is_some();
+        if let Some(branch) = branch {
+            self.answering.push(branch);
+        }
+        self.visit_body(body);
+        if narrowed {
+            self.answering.pop();
+        }
+    }
+
+    /// The request the code being walked answers, when that is not an MRTR one.
+    fn answering_other(&self) -> Option<&str> {
+        match self.answering.last() {
+            Some(Answers::Other(request)) => Some(request),
+            _ => None,
+        }
+    }
+
+    /// `InputRequiredResult(...)` where it may not be answered, its `request_state` when plain
+    /// and unsealed, and short literal keys given to `RequestStateSecurity(keys=[...])`.
+    fn check_mrtr_call(&mut self, call: &ast::ExprCall) {
+        let Some(name) = mrtr::mrtr_name(self.imports, &call.func) else {
+            return;
+        };
+        match name.as_str() {
+            "InputRequiredResult" => {
+                if let Some(request) = self.answering_other() {
+                    let finding = symbols::input_required_outside("`InputRequiredResult`", request);
+                    self.report(finding, call.func.range());
+                }
+                let state = ["request_state", "requestState"]
+                    .into_iter()
+                    .find_map(|keyword| call.arguments.find_keyword(keyword));
+                if let Some(state) = state {
+                    self.check_state(&state.value);
+                }
+            }
+            "RequestStateSecurity" => {
+                for (length, range) in mrtr::short_keys(call) {
+                    self.report(symbols::short_state_key(length), range);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A hand-built result dict: `{"resultType": "input_required", "requestState": ...}`.
+    fn check_mrtr_dict(&mut self, dict: &ast::ExprDict) {
+        let value_of = |key: &str| {
+            dict.items.iter().find_map(|item| match &item.key {
+                Some(Expr::StringLiteral(literal)) if literal.value.to_str() == key => {
+                    Some(&item.value)
+                }
+                _ => None,
+            })
+        };
+        let Some(Expr::StringLiteral(result_type)) = value_of("resultType") else {
+            return;
+        };
+        if result_type.value.to_str() != "input_required" {
+            return;
+        }
+        if let Some(request) = self.answering_other() {
+            let finding = symbols::input_required_outside("an `input_required` result", request);
+            self.report(finding, result_type.range);
+        }
+        if let Some(state) = value_of("requestState") {
+            self.check_state(state);
+        }
+    }
+
+    fn check_state(&mut self, state: &Expr) {
+        let scope = self.scopes.last().expect("the module scope");
+        let sealed = self.scopes.iter().any(|scope| scope.sealed);
+        if !sealed && mrtr::is_plain_state(state, &scope.plain_states) {
+            self.report(symbols::unsigned_state(), state.range());
+        }
+    }
+
     fn enter_function(&mut self, function: &ast::StmtFunctionDef) {
-        let mut scope = Scope::default();
+        let mut scope = Scope {
+            sealed: self.registrations.sealed_by_server(function),
+            ..Scope::default()
+        };
+        self.answering
+            .push(self.registrations.function_answers(function));
         for parameter in function.parameters.iter() {
             let Some(annotation) = parameter.annotation() else {
                 continue;
@@ -527,11 +630,20 @@ impl Analyzer<'_> {
     /// `ctx = get_context()`, `session = ctx.session`: the name holds that object from here on.
     fn bind(&mut self, targets: &[Expr], value: &Expr) {
         let kind = self.kind(value);
+        let plain = mrtr::is_plain_state(
+            value,
+            &self.scopes.last().expect("the module scope").plain_states,
+        );
         for target in targets {
             let Expr::Name(name) = target else {
                 continue;
             };
             let scope = self.scopes.last_mut().expect("the module scope");
+            if plain {
+                scope.plain_states.insert(name.id.to_string());
+            } else {
+                scope.plain_states.remove(name.id.as_str());
+            }
             match kind {
                 Some(Kind::Context) => {
                     scope.contexts.insert(name.id.to_string());
@@ -564,6 +676,29 @@ impl<'a> Visitor<'a> for Analyzer<'_> {
                 }
                 self.visit_body(&function.body);
                 self.scopes.pop();
+                self.answering.pop();
+            }
+            Stmt::Match(match_stmt) => {
+                self.visit_expr(&match_stmt.subject);
+                for case in &match_stmt.cases {
+                    let branch = mrtr::case_answers(&case.pattern);
+                    self.visit_pattern(&case.pattern);
+                    if let Some(guard) = &case.guard {
+                        self.visit_expr(guard);
+                    }
+                    self.visit_branch(branch, &case.body);
+                }
+            }
+            Stmt::If(if_stmt) => {
+                self.visit_expr(&if_stmt.test);
+                self.visit_branch(mrtr::test_answers(&if_stmt.test), &if_stmt.body);
+                for clause in &if_stmt.elif_else_clauses {
+                    let branch = clause.test.as_ref().and_then(mrtr::test_answers);
+                    if let Some(test) = &clause.test {
+                        self.visit_expr(test);
+                    }
+                    self.visit_branch(branch, &clause.body);
+                }
             }
             Stmt::Assign(assign) => {
                 visitor::walk_stmt(self, stmt);
