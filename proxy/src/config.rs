@@ -141,6 +141,32 @@ pub struct Args {
     #[arg(long, value_name = "URL")]
     pub public_url: Option<String>,
 
+    /// What names a caller (the owner of its paused calls and legacy sessions): `digest` (of its
+    /// `Authorization` and --forward-header values: a new token is a new caller) or `jwt` (the
+    /// verified access token's issuer and subject: a refreshed token is the same caller; a
+    /// token that does not verify gets 401 invalid_token). `jwt` needs --jwks, --issuer and
+    /// --audience
+    #[arg(long, value_enum, default_value = "digest", value_name = "MODE")]
+    pub principal: crate::jwt::PrincipalMode,
+
+    /// The authorization server's signing keys (a JWKS document) for --principal jwt: a file,
+    /// or an http:// URL (fetched with a 10 s bound); read again when a token names a key id
+    /// it does not hold (at most once per --jwks-refetch-interval) and every hour
+    #[arg(long, value_name = "FILE|URL")]
+    pub jwks: Option<String>,
+
+    /// The `iss` every access token must carry (--principal jwt)
+    #[arg(long, value_name = "ISSUER")]
+    pub issuer: Option<String>,
+
+    /// The `aud` every access token must include (--principal jwt), e.g. the proxy's public URL
+    #[arg(long, value_name = "AUDIENCE")]
+    pub audience: Option<String>,
+
+    /// The least time between two reads of the JWKS for an unknown key id
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub jwks_refetch_interval: Duration,
+
     /// A root to answer `roots/list` with when the legacy server asks outside any call (repeatable)
     #[arg(long = "root", value_name = "URI")]
     pub roots: Vec<String>,
@@ -601,6 +627,9 @@ mod tests {
             "HOST" => "proxy.example.com",
             "FILTER" => "debug",
             "NAME" => "X-Api-Key",
+            "FILE|URL" => "/tmp/jwks.json",
+            "ISSUER" => "https://auth.example.com",
+            "AUDIENCE" => "https://mcp.example.com/mcp",
             _ => return None,
         })
     }

@@ -30,6 +30,7 @@ pub mod front;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod jsonrpc;
+pub mod jwt;
 pub mod keyring;
 pub mod legacy_session;
 pub mod limits;
@@ -73,6 +74,7 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
         backend::BackendSpec::Http { .. } => args.max_paused_calls.saturating_add(32),
         backend::BackendSpec::Stdio { .. } => 4,
     };
+    let jwt = jwt_verifier(&args).await?;
     let store = store::open(&args.store, args.advertise.as_deref())
         .await
         .with_context(|| format!("could not open the pause store {}", args.store))?;
@@ -115,7 +117,7 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
             request_timeout: args.request_timeout,
             call_sessions: args.call_sessions,
             lane_idle_timeout: args.lane_idle_timeout,
-            credentials: credentials::Credentials::none(),
+            credentials: Default::default(),
             credentials_wanted: Arc::default(),
             paused_per_lane: args.max_paused_per_lane,
             spare_lanes: args.spare_lanes,
@@ -218,6 +220,7 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
             shutdown_grace: args.shutdown_grace,
             legacy: Some(legacy.clone()),
             forward_headers: args.forward_headers.clone(),
+            jwt: jwt.clone(),
             discovery: upstream_url
                 .as_deref()
                 .and_then(|url| front::well_known::DiscoveryRelay::new(url, origin_rewrite.clone()))
@@ -259,6 +262,36 @@ fn spawn_signal_handler(shutdown: tokio_util::sync::CancellationToken) {
 }
 
 /// Reads `--state-key-file`: a keyring, or a single key ([`keyring`]).
+/// The verifier of `--principal jwt` (`None` under `digest`); a missing flag or an unreadable
+/// JWKS file is a startup error.
+async fn jwt_verifier(args: &config::Args) -> anyhow::Result<Option<Arc<jwt::JwtVerifier>>> {
+    if args.principal != jwt::PrincipalMode::Jwt {
+        for (flag, given) in [
+            ("--jwks", args.jwks.is_some()),
+            ("--issuer", args.issuer.is_some()),
+            ("--audience", args.audience.is_some()),
+        ] {
+            if given {
+                bail!("{flag} applies to --principal jwt only; add --principal jwt");
+            }
+        }
+        return Ok(None);
+    }
+    let (Some(jwks), Some(issuer), Some(audience)) = (&args.jwks, &args.issuer, &args.audience)
+    else {
+        bail!("--principal jwt needs --jwks FILE|URL, --issuer ISSUER and --audience AUDIENCE");
+    };
+    let verifier = jwt::JwtVerifier::start(jwt::JwtSettings {
+        jwks: jwks.clone(),
+        issuer: issuer.clone(),
+        audience: audience.clone(),
+        refetch_interval: args.jwks_refetch_interval,
+    })
+    .await
+    .map_err(|why| anyhow::anyhow!(why))?;
+    Ok(Some(verifier))
+}
+
 fn read_keyring(path: &std::path::Path) -> anyhow::Result<keyring::Keyring> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("could not read --state-key-file {}", path.display()))?;

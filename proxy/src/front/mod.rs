@@ -6,6 +6,7 @@
 //! task per request running [`Handler::handle`], and forward what it writes to the
 //! [`ResponseSink`](crate::request::ResponseSink) until the final response.
 
+pub mod callers;
 pub mod http;
 mod http_legacy;
 pub mod stdio;

@@ -99,6 +99,12 @@ impl LegacySessions {
         self.table.len()
     }
 
+    /// A request of `principal` on one of its sessions carried `credentials`: its lanes send
+    /// them from now on ([`PrincipalPools::refresh`]; a refreshed token under `--principal jwt`).
+    pub fn refresh_credentials(&self, principal: &Principal, credentials: &Credentials) {
+        self.pools.refresh(principal, credentials);
+    }
+
     /// Opens a session for a legacy `initialize` request: negotiates the version, starts the
     /// session's own lane with the client's params, and answers with the legacy server's own
     /// `InitializeResult`.
