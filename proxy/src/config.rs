@@ -167,6 +167,30 @@ pub struct Args {
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration, value_name = "DURATION")]
     pub jwks_refetch_interval: Duration,
 
+    /// The proxy is the OAuth resource server (for a legacy server without auth of its own, e.g.
+    /// a stdio server put online): a request to the MCP endpoint without a valid bearer token
+    /// gets 401 with `WWW-Authenticate: Bearer resource_metadata=...`, and the proxy serves its
+    /// own RFC 9728 metadata. Needs --principal jwt (--jwks, --issuer, --audience) and
+    /// --authorization-server; the metadata names --public-url (default: the listening address)
+    #[arg(long)]
+    pub require_auth: bool,
+
+    /// An authorization server clients get tokens from, listed in the proxy's protected-resource
+    /// metadata (--require-auth; repeatable)
+    #[arg(long = "authorization-server", value_name = "URL")]
+    pub authorization_servers: Vec<String>,
+
+    /// A scope every access token must carry, listed in the proxy's protected-resource metadata
+    /// (--require-auth; repeatable; a token without it gets 403 insufficient_scope)
+    #[arg(long = "scope", value_name = "SCOPE")]
+    pub scopes: Vec<String>,
+
+    /// Listen on a non-loopback address without --require-auth: the legacy server
+    /// authenticates its callers itself (the proxy forwards their credentials), or the network
+    /// is trusted. Without it (or --require-auth) the proxy refuses to start on such an address
+    #[arg(long)]
+    pub allow_unauthenticated: bool,
+
     /// A root to answer `roots/list` with when the legacy server asks outside any call (repeatable)
     #[arg(long = "root", value_name = "URI")]
     pub roots: Vec<String>,
@@ -630,6 +654,7 @@ mod tests {
             "FILE|URL" => "/tmp/jwks.json",
             "ISSUER" => "https://auth.example.com",
             "AUDIENCE" => "https://mcp.example.com/mcp",
+            "SCOPE" => "mcp:tools",
             _ => return None,
         })
     }

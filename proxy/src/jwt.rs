@@ -66,6 +66,8 @@ pub struct JwtSettings {
 pub struct Identity {
     pub issuer: String,
     pub subject: String,
+    /// The token's scopes (`scope`, space-separated, or `scp`, an array).
+    pub scopes: Vec<String>,
 }
 
 impl Identity {
@@ -202,6 +204,10 @@ pub struct InvalidToken(pub String);
 struct Claims {
     iss: String,
     sub: String,
+    #[serde(default)]
+    scope: Option<String>,
+    #[serde(default)]
+    scp: Option<Vec<String>>,
 }
 
 impl JwtVerifier {
@@ -383,9 +389,15 @@ impl JwtVerifier {
         if data.claims.sub.is_empty() {
             return Err(InvalidToken("the token's subject is empty".into()));
         }
+        let scopes = match (data.claims.scope, data.claims.scp) {
+            (Some(scope), _) => scope.split_whitespace().map(str::to_owned).collect(),
+            (None, Some(scp)) => scp,
+            (None, None) => Vec::new(),
+        };
         Ok(Identity {
             issuer: data.claims.iss,
             subject: data.claims.sub,
+            scopes,
         })
     }
 }

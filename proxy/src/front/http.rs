@@ -14,7 +14,10 @@
 //! - `GET /metrics`: the Prometheus/OpenMetrics exposition of [`crate::metrics::global`].
 //! - `GET /.well-known/oauth-protected-resource[/PATH]`, `/.well-known/oauth-authorization-server
 //!   [/PATH]`: the HTTP legacy server's OAuth discovery documents, relayed
-//!   ([`super::well_known`]).
+//!   ([`super::well_known`]); with `--require-auth`, the proxy's own protected-resource
+//!   metadata instead ([`super::protected_resource`]).
+//! - Every request to `{path}` first names its caller ([`super::callers`]): a bearer token that
+//!   does not verify under `--principal jwt`, or none under `--require-auth`, gets `401`.
 //! - `POST /mrtr/forward`: a retry another instance passed on ([`crate::cluster`]), a sealed
 //!   envelope the handler opens ([`Handler::open_forwarded`]); answered like `POST {path}`.
 //! - anything else: 404.
@@ -109,6 +112,9 @@ pub struct HttpFrontConfig {
     /// `--principal jwt`: callers are named by their verified access tokens
     /// ([`super::callers`]); `None`: by the digest of their credentials.
     pub jwt: Option<Arc<crate::jwt::JwtVerifier>>,
+    /// `--require-auth`: the proxy is the resource server: a token is required, and it serves
+    /// its own RFC 9728 metadata ([`super::protected_resource`]).
+    pub resource_server: Option<Arc<super::protected_resource::ResourceServer>>,
     /// The legacy server's origin → `--public-url`, in the challenges and discovery documents
     /// relayed to clients.
     pub origin_rewrite: Option<OriginRewrite>,
@@ -134,6 +140,7 @@ impl Default for HttpFrontConfig {
             legacy: None,
             forward_headers: Vec::new(),
             jwt: None,
+            resource_server: None,
             origin_rewrite: None,
             discovery: None,
         }
@@ -153,6 +160,7 @@ pub async fn serve(
     let callers = CallerAuth {
         forward: config.forward_headers.clone(),
         jwt: config.jwt.clone(),
+        require: config.resource_server.clone(),
     };
     let front = Arc::new(Front {
         callers,
@@ -301,6 +309,16 @@ impl Front {
             } else {
                 metrics_response()
             }
+        } else if let Some(server) = self
+            .config
+            .resource_server
+            .as_ref()
+            .filter(|server| server.serves(path))
+        {
+            if request.method() != Method::GET && request.method() != Method::HEAD {
+                return method_not_allowed("GET, HEAD");
+            }
+            server.metadata_response()
         } else if let Some(discovery) = self
             .config
             .discovery
@@ -653,6 +671,7 @@ pub fn decide_post_forwarding(
         Caller {
             credentials,
             principal,
+            verified: false,
         },
     )
 }
@@ -662,6 +681,7 @@ pub fn decide_post_as(headers: &HeaderMap, body: &[u8], caller: Caller) -> PostD
     let Caller {
         credentials,
         principal,
+        ..
     } = caller;
     let message = match Message::parse(body) {
         Ok(message) => message,

@@ -133,11 +133,17 @@ pub(super) async fn post(
     let Caller {
         credentials,
         principal,
+        verified,
     } = callers.caller;
     let Some(session_id) = session_id(headers) else {
         return match message {
             Message::Request { id, method, params } if method == "initialize" => {
-                initialize(legacy, id, params, principal, &credentials, callers.rewrite).await
+                let opener = Opener {
+                    principal,
+                    credentials: &credentials,
+                    verified,
+                };
+                initialize(legacy, id, params, opener, callers.rewrite).await
             }
             message => bad_request(
                 request_id(&message),
@@ -186,15 +192,30 @@ fn request_id(message: &Message) -> Option<&Value> {
     }
 }
 
+/// Who opens a legacy session.
+struct Opener<'a> {
+    principal: Principal,
+    credentials: &'a Credentials,
+    verified: bool,
+}
+
 async fn initialize(
     legacy: &Arc<LegacySessions>,
     id: Value,
     params: Option<Value>,
-    principal: Principal,
-    credentials: &Credentials,
+    opener: Opener<'_>,
     rewrite: Option<&OriginRewrite>,
 ) -> Response<ResponseBody> {
-    match legacy.initialize(id, params, principal, credentials).await {
+    let opened = legacy
+        .initialize(
+            id,
+            params,
+            opener.principal,
+            opener.credentials,
+            opener.verified,
+        )
+        .await;
+    match opened {
         Ok((session, response)) => {
             let mut reply = message_response(StatusCode::OK, &response);
             if let Ok(value) = HeaderValue::from_str(&session.id) {

@@ -42,11 +42,23 @@ impl TokenIssuer {
     /// A JWT for `subject` from `issuer` to `audience`, expiring `expires_in` seconds from now
     /// (negative: expired), with a `jti` so that two tokens of one user differ.
     pub fn token(&self, issuer: &str, audience: &str, subject: &str, expires_in: i64) -> String {
+        self.token_with(issuer, audience, subject, expires_in, json!({}))
+    }
+
+    /// [`token`](Self::token) with more claims (e.g. `{"scope": "mcp:tools"}`).
+    pub fn token_with(
+        &self,
+        issuer: &str,
+        audience: &str,
+        subject: &str,
+        expires_in: i64,
+        extra: Value,
+    ) -> String {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .expect("a clock after 1970")
             .as_secs() as i64;
-        let claims = json!({
+        let mut claims = json!({
             "iss": issuer,
             "aud": audience,
             "sub": subject,
@@ -55,6 +67,9 @@ impl TokenIssuer {
             "jti": format!("{:016x}", rand::random::<u64>()),
             "client_id": "mcp-migrate-tests",
         });
+        if let (Some(claims), Some(extra)) = (claims.as_object_mut(), extra.as_object()) {
+            claims.extend(extra.clone());
+        }
         let mut header = Header::new(Algorithm::EdDSA);
         header.kid = Some(self.kid.clone());
         jsonwebtoken::encode(&header, &claims, &self.key).expect("signing a JWT")
