@@ -81,7 +81,7 @@ enum Source {
     File(PathBuf),
     Url {
         url: String,
-        connections: LaneConnections,
+        connections: Box<LaneConnections>,
         host: http::HeaderValue,
         path: http::Uri,
     },
@@ -230,12 +230,12 @@ impl JwtVerifier {
                 Upstream::parse(&settings.jwks).map_err(|error| format!("--jwks: {error}"))?;
             Source::Url {
                 url: settings.jwks.clone(),
-                connections: LaneConnections::new(
+                connections: Box::new(LaneConnections::new(
                     uri,
                     Duration::from_secs(5),
                     Duration::from_secs(30),
                     tracing::Span::none(),
-                ),
+                )),
                 host,
                 path,
             }
