@@ -30,6 +30,7 @@ pub mod front;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod jsonrpc;
+pub mod jwt;
 pub mod keyring;
 pub mod legacy_session;
 pub mod limits;
@@ -73,6 +74,8 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
         backend::BackendSpec::Http { .. } => args.max_paused_calls.saturating_add(32),
         backend::BackendSpec::Stdio { .. } => 4,
     };
+    check_exposure(&args)?;
+    let jwt = jwt_verifier(&args).await?;
     let store = store::open(&args.store, args.advertise.as_deref())
         .await
         .with_context(|| format!("could not open the pause store {}", args.store))?;
@@ -115,7 +118,7 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
             request_timeout: args.request_timeout,
             call_sessions: args.call_sessions,
             lane_idle_timeout: args.lane_idle_timeout,
-            credentials: credentials::Credentials::none(),
+            credentials: Default::default(),
             credentials_wanted: Arc::default(),
             paused_per_lane: args.max_paused_per_lane,
             spare_lanes: args.spare_lanes,
@@ -205,6 +208,22 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
             .with_context(|| format!("could not listen on {}", args.listen))?;
         let address = listener.local_addr()?;
         println!("listening on http://{address}/mcp");
+        let resource_server = if args.require_auth {
+            let public = args
+                .public_url
+                .clone()
+                .unwrap_or_else(|| format!("http://{address}/mcp"));
+            let server = front::protected_resource::ResourceServer::new(
+                &public,
+                args.authorization_servers.clone(),
+                args.scopes.clone(),
+            )
+            .map_err(|why| anyhow::anyhow!(why))?;
+            tracing::info!(resource = %public, "the proxy is the resource server (--require-auth)");
+            Some(Arc::new(server))
+        } else {
+            None
+        };
         let config = front::http::HttpFrontConfig {
             listen: address,
             allowed_origins: args.allowed_origins.clone(),
@@ -218,6 +237,8 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
             shutdown_grace: args.shutdown_grace,
             legacy: Some(legacy.clone()),
             forward_headers: args.forward_headers.clone(),
+            jwt: jwt.clone(),
+            resource_server,
             discovery: upstream_url
                 .as_deref()
                 .and_then(|url| front::well_known::DiscoveryRelay::new(url, origin_rewrite.clone()))
@@ -259,6 +280,74 @@ fn spawn_signal_handler(shutdown: tokio_util::sync::CancellationToken) {
 }
 
 /// Reads `--state-key-file`: a keyring, or a single key ([`keyring`]).
+/// The front's authentication flags, checked before anything starts: `--require-auth` needs
+/// `--principal jwt` and an `--authorization-server`, on the HTTP front; a non-loopback listen
+/// address needs `--require-auth` or `--allow-unauthenticated`.
+fn check_exposure(args: &config::Args) -> anyhow::Result<()> {
+    if args.require_auth {
+        if args.stdio {
+            bail!("--require-auth applies to the HTTP front, not --stdio");
+        }
+        if args.principal != jwt::PrincipalMode::Jwt {
+            bail!("--require-auth needs --principal jwt with --jwks, --issuer and --audience (the proxy verifies the callers' tokens)");
+        }
+        if args.public_url.is_none() && !args.listen.ip().is_loopback() {
+            bail!("--require-auth on a non-loopback address needs --public-url (the URL clients reach the proxy at: the resource named in its challenges and metadata)");
+        }
+        if args.authorization_servers.is_empty() {
+            bail!("--require-auth needs --authorization-server URL (the issuer clients get their tokens from, listed in the proxy's protected-resource metadata)");
+        }
+    } else if !args.authorization_servers.is_empty() || !args.scopes.is_empty() {
+        bail!(
+            "--authorization-server and --scope apply to --require-auth only; add --require-auth"
+        );
+    }
+    if !args.stdio
+        && !args.listen.ip().is_loopback()
+        && !args.require_auth
+        && !args.allow_unauthenticated
+    {
+        bail!(
+            "refusing to listen on {} (not a loopback address) without authentication: give \
+             --require-auth (the proxy verifies each caller's token; see docs/proxy/deployment.md, \
+             \"Authenticated servers\") or --allow-unauthenticated (the legacy server authenticates \
+             its callers itself, or the network is trusted)",
+            args.listen
+        );
+    }
+    Ok(())
+}
+
+/// The verifier of `--principal jwt` (`None` under `digest`); a missing flag or an unreadable
+/// JWKS file is a startup error.
+async fn jwt_verifier(args: &config::Args) -> anyhow::Result<Option<Arc<jwt::JwtVerifier>>> {
+    if args.principal != jwt::PrincipalMode::Jwt {
+        for (flag, given) in [
+            ("--jwks", args.jwks.is_some()),
+            ("--issuer", args.issuer.is_some()),
+            ("--audience", args.audience.is_some()),
+        ] {
+            if given {
+                bail!("{flag} applies to --principal jwt only; add --principal jwt");
+            }
+        }
+        return Ok(None);
+    }
+    let (Some(jwks), Some(issuer), Some(audience)) = (&args.jwks, &args.issuer, &args.audience)
+    else {
+        bail!("--principal jwt needs --jwks FILE|URL, --issuer ISSUER and --audience AUDIENCE");
+    };
+    let verifier = jwt::JwtVerifier::start(jwt::JwtSettings {
+        jwks: jwks.clone(),
+        issuer: issuer.clone(),
+        audience: audience.clone(),
+        refetch_interval: args.jwks_refetch_interval,
+    })
+    .await
+    .map_err(|why| anyhow::anyhow!(why))?;
+    Ok(Some(verifier))
+}
+
 fn read_keyring(path: &std::path::Path) -> anyhow::Result<keyring::Keyring> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("could not read --state-key-file {}", path.display()))?;

@@ -6,8 +6,10 @@
 //! task per request running [`Handler::handle`], and forward what it writes to the
 //! [`ResponseSink`](crate::request::ResponseSink) until the final response.
 
+pub mod callers;
 pub mod http;
 mod http_legacy;
+pub mod protected_resource;
 pub mod stdio;
 mod stdio_legacy;
 pub mod validate;

@@ -29,6 +29,7 @@ mod redis;
 mod schema;
 mod script;
 pub mod sdk_servers;
+pub mod tokens;
 
 use std::future::Future;
 use std::time::Duration;
