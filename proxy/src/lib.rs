@@ -67,6 +67,8 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
         (Some(_), Some(_)) => bail!("give either --upstream or a command after `--`, not both"),
         (None, None) => bail!("give the legacy server: --upstream URL, or `-- COMMAND [ARGS]...`"),
     };
+    // Before anything is opened: a bad certificate is a start-up error.
+    let tls = load_tls(&args)?;
     let default_pool = match spec {
         // Paused calls that need a session each (a server that sends mid-call requests on its
         // GET stream) hold one; lanes start on demand, so the bound costs nothing unused.
@@ -141,23 +143,6 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
         },
     );
     engine.register_metrics();
-    let tls = match (&args.tls_cert, &args.tls_key) {
-        (Some(cert), Some(key)) if !args.stdio => {
-            if args.advertise.is_some() {
-                bail!("--tls-cert cannot be used with --advertise yet: the instances pass retries to each other over plain HTTP on the same listener; terminate TLS in front of each instance instead");
-            }
-            let files = front::tls::TlsFiles {
-                cert: cert.clone(),
-                key: key.clone(),
-            };
-            Some(Arc::new(front::tls::TlsFront::load(files)?))
-        }
-        (Some(_), Some(_)) => bail!("--tls-cert and --tls-key are for the HTTP front, not --stdio"),
-        (Some(_), None) | (None, Some(_)) => {
-            bail!("--tls-cert and --tls-key go together: give both PEM files, or neither")
-        }
-        (None, None) => None,
-    };
     let shutdown = tokio_util::sync::CancellationToken::new();
     spawn_signal_handler(shutdown.clone());
     spawn_reloader(
@@ -287,6 +272,27 @@ fn read_keyring(path: &std::path::Path) -> anyhow::Result<keyring::Keyring> {
         .with_context(|| format!("could not read --state-key-file {}", path.display()))?;
     keyring::Keyring::from_text(&text)
         .with_context(|| format!("invalid --state-key-file {}", path.display()))
+}
+
+/// `--tls-cert` and `--tls-key`, loaded ([`front::tls`]): both or neither, HTTP front only.
+fn load_tls(args: &config::Args) -> anyhow::Result<Option<Arc<front::tls::TlsFront>>> {
+    Ok(match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) if !args.stdio => {
+            if args.advertise.is_some() {
+                bail!("--tls-cert cannot be used with --advertise yet: the instances pass retries to each other over plain HTTP on the same listener; terminate TLS in front of each instance instead");
+            }
+            let files = front::tls::TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+            };
+            Some(Arc::new(front::tls::TlsFront::load(files)?))
+        }
+        (Some(_), Some(_)) => bail!("--tls-cert and --tls-key are for the HTTP front, not --stdio"),
+        (Some(_), None) | (None, Some(_)) => {
+            bail!("--tls-cert and --tls-key go together: give both PEM files, or neither")
+        }
+        (None, None) => None,
+    })
 }
 
 /// What SIGHUP re-reads.
