@@ -53,6 +53,15 @@ pub struct Args {
     #[arg(long)]
     pub stdio: bool,
 
+    /// Serve the HTTP front over TLS with this PEM certificate chain (leaf first; with
+    /// --tls-key). Re-read on SIGHUP: new connections get the new certificate
+    #[arg(long, value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The PEM private key (PKCS#8, PKCS#1 or SEC1) of --tls-cert. Re-read on SIGHUP
+    #[arg(long, value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+
     /// Where paused calls are recorded (and the generated state key): a directory (sled, one
     /// process), or `redis://HOST:PORT/DB` shared by several instances (give them all the same
     /// --state-key-file and each its --advertise URL)

@@ -68,6 +68,8 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
         (Some(_), Some(_)) => bail!("give either --upstream or a command after `--`, not both"),
         (None, None) => bail!("give the legacy server: --upstream URL, or `-- COMMAND [ARGS]...`"),
     };
+    // Before anything is opened: a bad certificate is a start-up error.
+    let tls = load_tls(&args)?;
     let default_pool = match spec {
         // Paused calls that need a session each (a server that sends mid-call requests on its
         // GET stream) hold one; lanes start on demand, so the bound costs nothing unused.
@@ -146,9 +148,13 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
     engine.register_metrics();
     let shutdown = tokio_util::sync::CancellationToken::new();
     spawn_signal_handler(shutdown.clone());
-    if let Some(path) = &args.state_key_file {
-        spawn_keyring_reloader(path.clone(), sealer, shutdown.clone());
-    }
+    spawn_reloader(
+        Reloadable {
+            keyring: args.state_key_file.clone().map(|path| (path, sealer)),
+            tls: tls.clone(),
+        },
+        shutdown.clone(),
+    );
     spawn_sweeper(engine.clone(), args.pause_ttl, shutdown.clone());
     spawn_store_probe(engine.clone(), shutdown.clone());
     spawn_idle_lane_closer(pools.clone(), args.lane_idle_timeout, shutdown.clone());
@@ -207,12 +213,13 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("could not listen on {}", args.listen))?;
         let address = listener.local_addr()?;
-        println!("listening on http://{address}/mcp");
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        println!("listening on {scheme}://{address}/mcp");
         let resource_server = if args.require_auth {
             let public = args
                 .public_url
                 .clone()
-                .unwrap_or_else(|| format!("http://{address}/mcp"));
+                .unwrap_or_else(|| format!("{scheme}://{address}/mcp"));
             let server = front::protected_resource::ResourceServer::new(
                 &public,
                 args.authorization_servers.clone(),
@@ -244,6 +251,7 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
                 .and_then(|url| front::well_known::DiscoveryRelay::new(url, origin_rewrite.clone()))
                 .map(Arc::new),
             origin_rewrite,
+            tls,
             ..front::http::HttpFrontConfig::default()
         };
         front::http::serve(listener, config, handler, shutdown.clone()).await?;
@@ -355,13 +363,42 @@ fn read_keyring(path: &std::path::Path) -> anyhow::Result<keyring::Keyring> {
         .with_context(|| format!("invalid --state-key-file {}", path.display()))
 }
 
-/// Re-reads `--state-key-file` on SIGHUP and swaps the sealer's keys (a file that cannot be read
-/// keeps the keys in use, with an error in the log).
-fn spawn_keyring_reloader(
-    path: std::path::PathBuf,
-    sealer: state::Sealer,
-    shutdown: tokio_util::sync::CancellationToken,
-) {
+/// `--tls-cert` and `--tls-key`, loaded ([`front::tls`]): both or neither, HTTP front only.
+fn load_tls(args: &config::Args) -> anyhow::Result<Option<Arc<front::tls::TlsFront>>> {
+    Ok(match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) if !args.stdio => {
+            if args.advertise.is_some() {
+                bail!("--tls-cert cannot be used with --advertise yet: the instances pass retries to each other over plain HTTP on the same listener; terminate TLS in front of each instance instead");
+            }
+            let files = front::tls::TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+            };
+            Some(Arc::new(front::tls::TlsFront::load(files)?))
+        }
+        (Some(_), Some(_)) => bail!("--tls-cert and --tls-key are for the HTTP front, not --stdio"),
+        (Some(_), None) | (None, Some(_)) => {
+            bail!("--tls-cert and --tls-key go together: give both PEM files, or neither")
+        }
+        (None, None) => None,
+    })
+}
+
+/// What SIGHUP re-reads.
+struct Reloadable {
+    /// `--state-key-file` and the sealer whose keys it holds.
+    keyring: Option<(std::path::PathBuf, state::Sealer)>,
+    /// `--tls-cert` and `--tls-key`.
+    tls: Option<Arc<front::tls::TlsFront>>,
+}
+
+/// On SIGHUP, re-reads `--state-key-file` (the sealer's keys are swapped) and the TLS
+/// certificate and key (new connections get them; connections in flight keep theirs). A file
+/// that cannot be read or parsed keeps what is in use, with an error in the log.
+fn spawn_reloader(reloadable: Reloadable, shutdown: tokio_util::sync::CancellationToken) {
+    if reloadable.keyring.is_none() && reloadable.tls.is_none() {
+        return;
+    }
     #[cfg(unix)]
     tokio::spawn(async move {
         use tokio::signal::unix::{signal, SignalKind};
@@ -373,22 +410,42 @@ fn spawn_keyring_reloader(
                 () = shutdown.cancelled() => return,
                 received = hangup.recv() => if received.is_none() { return },
             }
-            match read_keyring(&path) {
-                Ok(keys) => {
-                    sealer.replace(&keys);
-                    tracing::info!(keys = ?keys.ids(), "SIGHUP: requestState keys reloaded (the last seals)");
-                }
-                Err(error) => {
-                    tracing::error!(
-                        error = format!("{error:#}"),
-                        "SIGHUP: the requestState keys were not reloaded; the keys in use stay"
-                    );
+            if let Some((path, sealer)) = &reloadable.keyring {
+                reload_keyring(path, sealer);
+            }
+            if let Some(tls) = &reloadable.tls {
+                match tls.reload() {
+                    Ok(()) => tracing::info!(
+                        cert = %tls.files().cert.display(),
+                        "SIGHUP: TLS certificate reloaded (new connections use it)"
+                    ),
+                    Err(error) => tracing::error!(
+                        %error,
+                        "SIGHUP: the TLS certificate was not reloaded; the one in use stays"
+                    ),
                 }
             }
         }
     });
     #[cfg(not(unix))]
-    let _ = (path, sealer, shutdown);
+    let _ = (reloadable, shutdown);
+}
+
+/// Re-reads `--state-key-file` and swaps the sealer's keys, or keeps them (logged).
+#[cfg(unix)]
+fn reload_keyring(path: &std::path::Path, sealer: &state::Sealer) {
+    match read_keyring(path) {
+        Ok(keys) => {
+            sealer.replace(&keys);
+            tracing::info!(keys = ?keys.ids(), "SIGHUP: requestState keys reloaded (the last seals)");
+        }
+        Err(error) => {
+            tracing::error!(
+                error = format!("{error:#}"),
+                "SIGHUP: the requestState keys were not reloaded; the keys in use stay"
+            );
+        }
+    }
 }
 
 /// Runs `tick` every `period` (the first at once) until `shutdown`.

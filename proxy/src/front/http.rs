@@ -120,6 +120,8 @@ pub struct HttpFrontConfig {
     pub origin_rewrite: Option<OriginRewrite>,
     /// The legacy server's OAuth discovery documents, relayed (an HTTP upstream).
     pub discovery: Option<Arc<super::well_known::DiscoveryRelay>>,
+    /// TLS on every connection (`--tls-cert`, `--tls-key`; [`super::tls`]); `None`: plain HTTP.
+    pub tls: Option<Arc<super::tls::TlsFront>>,
 }
 
 impl Default for HttpFrontConfig {
@@ -143,6 +145,7 @@ impl Default for HttpFrontConfig {
             resource_server: None,
             origin_rewrite: None,
             discovery: None,
+            tls: None,
         }
     }
 }
@@ -211,6 +214,41 @@ struct Front {
 
 impl Front {
     async fn serve_connection(self: Arc<Self>, stream: TcpStream, shutdown: CancellationToken) {
+        let Some(tls) = &self.config.tls else {
+            return self.serve_http(stream, shutdown).await;
+        };
+        // The certificate in use now is this connection's, whatever a reload does meanwhile.
+        let acceptor = tls.acceptor();
+        let handshake = tokio::time::timeout(
+            self.config.header_read_timeout,
+            super::tls::accept(acceptor, stream),
+        );
+        let stream = tokio::select! {
+            () = shutdown.cancelled() => return,
+            outcome = handshake => match outcome {
+                Ok(Ok(stream)) => stream,
+                Ok(Err(error)) => {
+                    crate::metrics::global().rejection(match error {
+                        super::tls::AcceptError::PlainHttp => "plain_http_on_tls",
+                        super::tls::AcceptError::Handshake(_) => "tls_handshake",
+                    });
+                    tracing::debug!(%error, "connection not served");
+                    return;
+                }
+                Err(_) => {
+                    tracing::debug!("TLS handshake not finished within the header read timeout");
+                    return;
+                }
+            },
+        };
+        self.serve_http(stream, shutdown).await;
+    }
+
+    /// Serves HTTP/1.1 on `stream` (a TCP connection, or TLS over one).
+    async fn serve_http<S>(self: Arc<Self>, stream: S, shutdown: CancellationToken)
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
         let front = self.clone();
         let service = service_fn(move |request| {
             let front = front.clone();

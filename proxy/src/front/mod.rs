@@ -1,5 +1,5 @@
-//! The 2026-07-28 side: Streamable HTTP (`http.rs`) or stdio (`stdio.rs`), request validation
-//! (`validate.rs`), and the hand-off to the engine.
+//! The 2026-07-28 side: Streamable HTTP (`http.rs`, optionally over TLS: `tls.rs`) or stdio
+//! (`stdio.rs`), request validation (`validate.rs`), and the hand-off to the engine.
 //!
 //! Transports only. A validated request becomes a [`FrontRequest`] (the request types are in
 //! [`crate::request`]); both fronts validate a message ([`validate::validate`]), then spawn one
@@ -12,6 +12,7 @@ mod http_legacy;
 pub mod protected_resource;
 pub mod stdio;
 mod stdio_legacy;
+pub mod tls;
 pub mod validate;
 pub mod well_known;
 
