@@ -287,7 +287,6 @@ fn spawn_signal_handler(shutdown: tokio_util::sync::CancellationToken) {
     });
 }
 
-/// Reads `--state-key-file`: a keyring, or a single key ([`keyring`]).
 /// The front's authentication flags, checked before anything starts: `--require-auth` needs
 /// `--principal jwt` and an `--authorization-server`, on the HTTP front; a non-loopback listen
 /// address needs `--require-auth` or `--allow-unauthenticated`.
@@ -356,6 +355,7 @@ async fn jwt_verifier(args: &config::Args) -> anyhow::Result<Option<Arc<jwt::Jwt
     Ok(Some(verifier))
 }
 
+/// Reads `--state-key-file`: a keyring, or a single key ([`keyring`]).
 fn read_keyring(path: &std::path::Path) -> anyhow::Result<keyring::Keyring> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("could not read --state-key-file {}", path.display()))?;
