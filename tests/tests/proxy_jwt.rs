@@ -8,18 +8,15 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use mcp_migrate_tests::support::legacy_post::{bearer, legacy_initialize, legacy_post};
 use mcp_migrate_tests::support::protected::{AuthSdk, ProtectedServer};
 use mcp_migrate_tests::support::tokens::{jwks, TokenIssuer};
-use mcp_migrate_tests::support::{parse_sse, within, Backend, Proxy, ProxyOptions, RawClient};
+use mcp_migrate_tests::support::{within, Backend, Proxy, ProxyOptions, RawClient};
 use serde_json::{json, Value};
 
 const LIMIT: Duration = Duration::from_secs(240);
 const ISSUER: &str = "https://auth.example.com";
 const AUDIENCE: &str = "https://mcp.example.com/mcp";
-
-fn bearer(token: &str) -> String {
-    format!("Bearer {token}")
-}
 
 fn jwt_flags(jwks: &str, more: &[&str]) -> Vec<String> {
     let mut flags: Vec<String> = [
@@ -154,15 +151,21 @@ async fn a_refreshed_token_resumes_its_users_paused_call() {
 
         // A legacy (`initialize`) client: its session takes its user's refreshed token.
         let http = reqwest::Client::builder().no_proxy().build().unwrap();
-        let (status, session, _) =
-            legacy_post(&http, proxy.url(), &alice_token, None, initialize()).await;
+        let (status, session, _, _) = legacy_post(
+            &http,
+            proxy.url(),
+            Some(&alice_token),
+            None,
+            legacy_initialize(),
+        )
+        .await;
         assert_eq!(status, 200);
         let session = session.expect("Mcp-Session-Id");
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
         let (status, ..) = legacy_post(
             &http,
             proxy.url(),
-            &alice_token,
+            Some(&alice_token),
             Some(&session),
             initialized,
         )
@@ -170,10 +173,10 @@ async fn a_refreshed_token_resumes_its_users_paused_call() {
         assert_eq!(status, 202);
         let whoami = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
             "params": {"name": "whoami", "arguments": {}}});
-        let (status, _, messages) = legacy_post(
+        let (status, _, _, messages) = legacy_post(
             &http,
             proxy.url(),
-            &refreshed_token,
+            Some(&refreshed_token),
             Some(&session),
             whoami.clone(),
         )
@@ -181,8 +184,8 @@ async fn a_refreshed_token_resumes_its_users_paused_call() {
         assert_eq!(status, 200, "{messages:?}");
         let answer = messages.last().expect("a response");
         assert_eq!(answer["result"]["content"][0]["text"], "alice", "{answer}");
-        let (status, _, messages) =
-            legacy_post(&http, proxy.url(), &bob_token, Some(&session), whoami).await;
+        let (status, _, _, messages) =
+            legacy_post(&http, proxy.url(), Some(&bob_token), Some(&session), whoami).await;
         assert_eq!(status, 403, "{messages:?}");
 
         let logs = proxy.log_lines();
@@ -300,52 +303,4 @@ async fn a_jwks_url_is_fetched_again_for_a_new_key() {
         assert_eq!(anonymous.status, 200, "{anonymous:#?}");
     })
     .await;
-}
-
-/// A legacy (`initialize`) POST: status, `Mcp-Session-Id`, messages (JSON or SSE).
-async fn legacy_post(
-    http: &reqwest::Client,
-    url: &str,
-    token: &str,
-    session: Option<&str>,
-    body: Value,
-) -> (u16, Option<String>, Vec<Value>) {
-    let mut request = http
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("authorization", bearer(token));
-    if let Some(session) = session {
-        request = request
-            .header("mcp-session-id", session)
-            .header("mcp-protocol-version", "2025-06-18");
-    }
-    let response = request.json(&body).send().await.unwrap();
-    let status = response.status().as_u16();
-    let header = |name: &str| {
-        response
-            .headers()
-            .get(name)
-            .and_then(|value| value.to_str().ok())
-            .map(str::to_owned)
-    };
-    let session = header("mcp-session-id");
-    let sse = header("content-type").is_some_and(|kind| kind.starts_with("text/event-stream"));
-    let text = response.text().await.unwrap();
-    let messages = if sse {
-        parse_sse(&text)
-    } else if text.trim().is_empty() {
-        Vec::new()
-    } else {
-        vec![serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))]
-    };
-    (status, session, messages)
-}
-
-fn initialize() -> Value {
-    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "legacy-e2e", "version": "1.0"},
-    }})
 }

@@ -8,19 +8,16 @@
 
 use std::time::Duration;
 
+use mcp_migrate_tests::support::legacy_post::{bearer, legacy_initialize, legacy_post};
 use mcp_migrate_tests::support::sdk_servers::{conformance_server_async, LegacySdk};
 use mcp_migrate_tests::support::tokens::{jwks, TokenIssuer};
-use mcp_migrate_tests::support::{parse_sse, within, Proxy, ProxyOptions, RawClient};
+use mcp_migrate_tests::support::{within, Proxy, ProxyOptions, RawClient};
 use serde_json::{json, Value};
 
 const LIMIT: Duration = Duration::from_secs(240);
 const ISSUER: &str = "https://auth.example.com";
 const AUDIENCE: &str = "https://mcp.example.com/mcp";
 const SCOPE: &str = "mcp:tools";
-
-fn bearer(token: &str) -> String {
-    format!("Bearer {token}")
-}
 
 /// The `resource_metadata` URL of a challenge.
 fn metadata_url(challenge: &str) -> &str {
@@ -131,10 +128,10 @@ async fn behind_require_auth(sdk: LegacySdk) {
             assert!(answered.text().contains("simple text"), "{answered:#?}");
 
             // A legacy client: initialize without a token is refused, with one it gets a session.
-            let (status, ..) = legacy_post(&http, url, None, None, initialize()).await;
+            let (status, ..) = legacy_post(&http, url, None, None, legacy_initialize()).await;
             assert_eq!(status, 401);
-            let (status, session, _) =
-                legacy_post(&http, url, Some(&token), None, initialize()).await;
+            let (status, session, _, _) =
+                legacy_post(&http, url, Some(&token), None, legacy_initialize()).await;
             assert_eq!(status, 200);
             let session = session.expect("Mcp-Session-Id");
             let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
@@ -143,7 +140,7 @@ async fn behind_require_auth(sdk: LegacySdk) {
             assert_eq!(status, 202);
             let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
             "params": {"name": "test_simple_text", "arguments": {}}});
-            let (status, _, messages) =
+            let (status, _, _, messages) =
                 legacy_post(&http, url, Some(&token), Some(&session), call.clone()).await;
             assert_eq!(status, 200, "{messages:?}");
             let text = messages.last().expect("a response")["result"]["content"][0]["text"].clone();
@@ -244,54 +241,4 @@ async fn a_non_loopback_address_needs_authentication_or_an_explicit_opt_out() {
     })
     .await;
     assert!(proxy.url().contains("0.0.0.0:"), "{}", proxy.url());
-}
-
-/// A legacy (`initialize`) POST: status, `Mcp-Session-Id`, messages (JSON or SSE).
-async fn legacy_post(
-    http: &reqwest::Client,
-    url: &str,
-    token: Option<&str>,
-    session: Option<&str>,
-    body: Value,
-) -> (u16, Option<String>, Vec<Value>) {
-    let mut request = http
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream");
-    if let Some(token) = token {
-        request = request.header("authorization", bearer(token));
-    }
-    if let Some(session) = session {
-        request = request
-            .header("mcp-session-id", session)
-            .header("mcp-protocol-version", "2025-06-18");
-    }
-    let response = request.json(&body).send().await.unwrap();
-    let status = response.status().as_u16();
-    let header = |name: &str| {
-        response
-            .headers()
-            .get(name)
-            .and_then(|value| value.to_str().ok())
-            .map(str::to_owned)
-    };
-    let session = header("mcp-session-id");
-    let sse = header("content-type").is_some_and(|kind| kind.starts_with("text/event-stream"));
-    let text = response.text().await.unwrap();
-    let messages = if sse {
-        parse_sse(&text)
-    } else if text.trim().is_empty() {
-        Vec::new()
-    } else {
-        vec![serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))]
-    };
-    (status, session, messages)
-}
-
-fn initialize() -> Value {
-    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "legacy-e2e", "version": "1.0"},
-    }})
 }

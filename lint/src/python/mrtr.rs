@@ -15,7 +15,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::bindings::dotted;
 use super::imports::{last, Imports};
-use crate::rust::words;
+use crate::rust::words::is_sealing_name;
 
 /// The packages `InputRequiredResult` and friends come from (`mcp.types` is an alias of the
 /// `mcp-types` distribution's `mcp_types` in `mcp` 2.x).
@@ -99,17 +99,6 @@ fn answers(method: &str) -> Answers {
     } else {
         Answers::Other(method.to_owned())
     }
-}
-
-/// `seal`, `seal_json`, `sign_state`, `hmac_digest`, `encrypt`, `mint`, `mac`, `aead`, ...
-fn is_sealing_name(name: &str) -> bool {
-    words::words(name).iter().any(|word| {
-        ["seal", "sign", "hmac", "encrypt", "mint"]
-            .iter()
-            .any(|prefix| word.starts_with(prefix))
-            || word == "mac"
-            || word == "aead"
-    })
 }
 
 /// Calls that turn data into a string or bytes without protecting it.
