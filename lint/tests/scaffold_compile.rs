@@ -94,6 +94,21 @@ fn scaffolds_of_the_fixtures_and_the_legacy_server_compile_against_rmcp_3() {
         "tests/legacy-server/src/main.rs::confirm_delete",
         "tests/legacy-server/src/main.rs::ask_twice",
         "tests/fixtures/lint/server-initiated-request/src/positive.rs::deploy",
+        // A request raced against a timer in `tokio::select!`: the request's branch.
+        "tests/fixtures/lint/server-initiated-request/src/positive.rs::rollback",
+        // Tools returning a value rather than a `Result`, and structured (`Json<T>`) ones.
+        "tests/fixtures/lint/server-initiated-request/src/positive_return_types.rs::ask_name",
+        "tests/fixtures/lint/server-initiated-request/src/positive_return_types.rs::nickname",
+        "tests/fixtures/lint/server-initiated-request/src/positive_return_types.rs::structured",
+        "tests/fixtures/lint/server-initiated-request/src/positive_return_types.rs::structured_or_error",
+        "tests/fixtures/lint/server-initiated-request/src/positive_return_types.rs::content",
+        // Sequential requests (one round each), `join!` (one round for all), `select!` against
+        // a timer, and the `prompts/get` / `resources/read` handlers.
+        "tests/fixtures/lint/server-initiated-request/src/positive_rounds.rs::plan",
+        "tests/fixtures/lint/server-initiated-request/src/positive_rounds.rs::survey",
+        "tests/fixtures/lint/server-initiated-request/src/positive_rounds.rs::ask_in_time",
+        "tests/fixtures/lint/server-initiated-request/src/positive_rounds.rs::get_prompt",
+        "tests/fixtures/lint/server-initiated-request/src/positive_rounds.rs::read_resource",
     ] {
         assert!(
             handlers.iter().any(|h| h == expected),

@@ -11,9 +11,14 @@
 //! and the key asked last travel in `requestState`, sealed with rmcp's `RequestStateCodec`
 //! ([`support`]). The code after each request is the handler's own, unchanged.
 
+pub mod concurrent;
+pub mod exits;
+pub mod requests;
 pub mod rewrite;
+pub mod sites;
 pub mod standalone;
 pub mod support;
+pub mod surface;
 
 use std::path::Path;
 
@@ -52,13 +57,15 @@ pub fn file_scaffolds(file: &SourceFile) -> Result<(Vec<Scaffold>, Vec<Skipped>)
             start.line
         )
     })?;
+    let helpers = rewrite::request_helpers(&syntax);
     let mut scaffolds = Vec::new();
     let mut skipped = Vec::new();
     for item in &syntax.items {
         let syn::Item::Impl(block) = item else {
             continue;
         };
-        if block.trait_.is_some() {
+        let in_trait = server_handler(block);
+        if block.trait_.is_some() && !in_trait {
             continue;
         }
         for member in &block.items {
@@ -67,7 +74,11 @@ pub fn file_scaffolds(file: &SourceFile) -> Result<(Vec<Scaffold>, Vec<Skipped>)
             };
             let line = function.sig.ident.span().start().line;
             let handler = function.sig.ident.to_string();
-            match rewrite::handler(function) {
+            // Of a `ServerHandler`, only the methods that may answer `input_required`.
+            if in_trait && surface::trait_response(&handler).is_none() {
+                continue;
+            }
+            match rewrite::handler(function, &helpers, in_trait) {
                 Ok((rewritten, keys)) => {
                     let mut item = block.clone();
                     item.items = vec![syn::ImplItem::Fn(rewritten)];
@@ -79,8 +90,11 @@ pub fn file_scaffolds(file: &SourceFile) -> Result<(Vec<Scaffold>, Vec<Skipped>)
                     });
                 }
                 // Handlers that never name a request are not migration candidates.
-                Err(rewrite::Unsupported::NoRequest(_) | rewrite::Unsupported::NotAsync(_))
-                    if !rewrite::names_a_request(function) => {}
+                Err(
+                    rewrite::Unsupported::NoRequest(_)
+                    | rewrite::Unsupported::NotAsync(_)
+                    | rewrite::Unsupported::NoOrigin(_),
+                ) if !rewrite::names_a_request(function) => {}
                 Err(reason) => skipped.push(Skipped {
                     handler,
                     line,
@@ -92,9 +106,20 @@ pub fn file_scaffolds(file: &SourceFile) -> Result<(Vec<Scaffold>, Vec<Skipped>)
     Ok((scaffolds, skipped))
 }
 
+/// Whether `block` implements `ServerHandler` (whose `get_prompt`, `read_resource` and
+/// `call_tool` may answer `input_required`).
+fn server_handler(block: &syn::ItemImpl) -> bool {
+    block.trait_.as_ref().is_some_and(|(_, path, _)| {
+        path.segments
+            .last()
+            .is_some_and(|segment| segment.ident == "ServerHandler")
+    })
+}
+
 /// The scaffold of the handler whose `fn` (or body) holds `line`.
 pub fn scaffold_at(file: &SourceFile, line: usize) -> Result<Scaffold, String> {
     let syntax = syn::parse_file(&file.text).map_err(|error| format!("does not parse: {error}"))?;
+    let helpers = rewrite::request_helpers(&syntax);
     for item in &syntax.items {
         let syn::Item::Impl(block) = item else {
             continue;
@@ -112,7 +137,8 @@ pub fn scaffold_at(file: &SourceFile, line: usize) -> Result<Scaffold, String> {
             if !(first..=end).contains(&line) {
                 continue;
             }
-            let (rewritten, keys) = rewrite::handler(function).map_err(|e| e.to_string())?;
+            let (rewritten, keys) = rewrite::handler(function, &helpers, server_handler(block))
+                .map_err(|e| e.to_string())?;
             let mut item = block.clone();
             item.items = vec![syn::ImplItem::Fn(rewritten)];
             return Ok(Scaffold {

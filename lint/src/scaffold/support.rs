@@ -29,12 +29,12 @@ pub fn module() -> TokenStream {
 
             /// What the sealed `requestState` carries from round to round: the handler it
             /// belongs to, the answers of earlier rounds (a client sends only the answers to the
-            /// last round's requests) and the key asked for last.
+            /// last round's requests) and the keys asked for last.
             #[derive(Default, serde::Serialize, serde::Deserialize)]
             struct State {
                 handler: String,
                 answers: BTreeMap<String, Value>,
-                asked: Option<String>,
+                asked: Vec<String>,
             }
 
             /// One call of an MRTR handler: the handler runs from the top on every round; each
@@ -45,8 +45,8 @@ pub fn module() -> TokenStream {
             }
 
             impl Rounds {
-                /// Opens the state of the previous round (if any) and takes the answer to what it
-                /// asked. A state that does not open, or belongs to another handler, is refused.
+                /// Opens the state of the previous round (if any) and takes the answers to what
+                /// it asked. A state that does not open, or belongs to another handler, is refused.
                 pub fn resume(
                     handler: &str,
                     request_state: Option<String>,
@@ -64,12 +64,12 @@ pub fn module() -> TokenStream {
                     };
                     if state.handler != handler {
                         return Err(ErrorData::invalid_params(
-                            "requestState belongs to another tool",
+                            "requestState belongs to another handler",
                             None,
                         ));
                     }
-                    if let (Some(asked), Some(mut responses)) = (state.asked.take(), input_responses)
-                    {
+                    let mut responses = input_responses.unwrap_or_default();
+                    for asked in std::mem::take(&mut state.asked) {
                         if let Some(answer) = responses.remove(&asked) {
                             state.answers.insert(asked, answer);
                         }
@@ -82,22 +82,22 @@ pub fn module() -> TokenStream {
                     self.state.answers.get(key).cloned()
                 }
 
-                /// Ends this round: `input_required` with `request` under `key` and the sealed state.
+                /// Ends this round: `input_required` with each request under its key and the
+                /// sealed state (`.into()` the handler's response type: tool, prompt or resource).
                 pub fn ask(
                     &mut self,
-                    key: &str,
-                    request: InputRequest,
-                ) -> Result<CallToolResponse, ErrorData> {
-                    self.state.asked = Some(key.to_owned());
+                    requests: impl IntoIterator<Item = (&'static str, InputRequest)>,
+                ) -> Result<InputRequiredResult, ErrorData> {
+                    let requests: InputRequests = requests
+                        .into_iter()
+                        .map(|(key, request)| (key.to_owned(), request))
+                        .collect();
+                    self.state.asked = requests.keys().cloned().collect();
                     let sealed = self
                         .codec
                         .seal_json(&self.state)
                         .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-                    let requests = InputRequests::from([(key.to_owned(), request)]);
-                    Ok(CallToolResponse::InputRequired(InputRequiredResult::new(
-                        Some(requests),
-                        Some(sealed),
-                    )))
+                    Ok(InputRequiredResult::new(Some(requests), Some(sealed)))
                 }
             }
 
@@ -116,6 +116,18 @@ pub fn module() -> TokenStream {
                 result: Result<T, ErrorData>,
             ) -> Result<CallToolResponse, ErrorData> {
                 result?.into_call_tool_result()
+            }
+
+            /// A `ServerHandler` method's own result, as its MRTR response (`GetPromptResult`
+            /// → `GetPromptResponse`, `ReadResourceResult` → `ReadResourceResponse`, ...).
+            pub fn respond<T: Into<R>, R, E>(result: Result<T, E>) -> Result<R, E> {
+                result.map(Into::into)
+            }
+
+            /// The handler's own value (`String`, `CallToolResult`, `Json<T>`, any
+            /// `IntoCallToolResult`), as a complete `tools/call` response.
+            pub fn done<T: IntoCallToolResult>(value: T) -> Result<CallToolResponse, ErrorData> {
+                value.into_call_tool_result()
             }
 
             /// The form schema of a typed elicitation (`elicit::<T>`).

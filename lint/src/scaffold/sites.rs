@@ -1,0 +1,323 @@
+//! The request sites of a handler: each awaited request becomes "the answer, or end the round";
+//! the requests of one `join!` are asked together; a `select!` keeps its request's branch; a
+//! request hidden in another macro, a closure or a helper is refused with its place named.
+
+use std::collections::BTreeSet;
+
+use proc_macro2::Span;
+use quote::{format_ident, quote};
+use syn::visit_mut::VisitMut;
+
+use super::concurrent::{self, Concurrency};
+use super::exits::{Output, Returns};
+use super::requests::{self, Asked, NotBuilt};
+use super::rewrite::Unsupported;
+
+/// Replaces each `peer.<request>(..).await` with "the answer, or end the round"; the requests
+/// of one `join!` are asked together in one round; a `select!` keeps the branch of its request.
+pub struct Sites {
+    pub handler: String,
+    pub output: Output,
+    /// The file's functions that make a request themselves (see [`request_helpers`]).
+    pub helpers: BTreeSet<String>,
+    pub keys: Vec<String>,
+    pub error: Option<Unsupported>,
+    /// How many conditional or scoped constructs (blocks, arms, branches, loops, lazy
+    /// operands) surround the current node within its top-level statement.
+    pub depth: usize,
+    /// Requests met at depth 0 of the current top-level statement: (binding, expression).
+    pub hoisted: Vec<(syn::Ident, syn::Expr)>,
+}
+
+impl Sites {
+    /// The input request of `call` (its key recorded), answered through `binding`.
+    fn ask(&mut self, call: &syn::ExprMethodCall, binding: &syn::Ident) -> Option<Asked> {
+        let index = self.keys.len() + 1;
+        let handler = self.handler.clone();
+        match requests::build(call, |kind| format!("{handler}.{kind}.{index}"), binding) {
+            Ok(asked) => {
+                self.keys.push(asked.key.clone());
+                Some(asked)
+            }
+            Err(NotBuilt::NotARequest) => None,
+            Err(NotBuilt::Untyped) => {
+                self.error
+                    .get_or_insert(Unsupported::UntypedElicit { handler, index });
+                None
+            }
+        }
+    }
+
+    /// `match (answers..) { (Some(..)..) => RESULT, _ => return input_required(requests) }`,
+    /// hoisted into a `let` when it stands unconditionally in a top-level statement.
+    fn round(&mut self, asked: &[Asked], result: proc_macro2::TokenStream) -> syn::Expr {
+        let keys: Vec<&str> = asked.iter().map(|a| a.key.as_str()).collect();
+        let requests = asked.iter().map(|a| &a.request);
+        let bindings = (1..=asked.len()).map(|n| answer_binding(asked.len(), n));
+        let expr: syn::Expr = if asked.len() == 1 {
+            let binding = answer_binding(1, 1);
+            let (key, request) = (keys[0], &asked[0].request);
+            syn::parse_quote! {
+                match rounds.answer(#key) {
+                    Some(#binding) => #result,
+                    None => return Ok(rounds.ask([(#key, #request)])?.into()),
+                }
+            }
+        } else {
+            syn::parse_quote! {
+                match (#(rounds.answer(#keys),)*) {
+                    (#(Some(#bindings),)*) => #result,
+                    _ => return Ok(rounds.ask([#((#keys, #requests)),*])?.into()),
+                }
+            }
+        };
+        if self.depth == 0 {
+            let binding = format_ident!("{}_{}", asked[0].kind, self.keys.len() + 1 - asked.len());
+            self.hoisted.push((binding.clone(), expr));
+            return syn::parse_quote!(#binding);
+        }
+        expr
+    }
+
+    /// `peer.<request>(..).await`.
+    fn awaited(&mut self, call: &syn::ExprMethodCall) -> Option<syn::Expr> {
+        let asked = self.ask(call, &answer_binding(1, 1))?;
+        let answer = asked.answer.clone();
+        Some(self.round(&[asked], answer))
+    }
+
+    /// `join!(futures..)`: the requests among them asked in one round, the other futures
+    /// awaited once every answer is in.
+    fn joined(&mut self, mac: &syn::Macro) -> Option<syn::Expr> {
+        let futures = concurrent::join_futures(mac)?;
+        let count = futures
+            .iter()
+            .filter(|f| matches!(f, syn::Expr::MethodCall(c) if requests::kind(&c.method.to_string()).is_some()))
+            .count();
+        let mut asked = Vec::new();
+        let mut results = Vec::new();
+        for mut future in futures {
+            if let syn::Expr::MethodCall(call) = &future {
+                if let Some(request) = self.ask(call, &answer_binding(count, asked.len() + 1)) {
+                    results.push(request.answer.clone());
+                    asked.push(request);
+                    continue;
+                }
+            }
+            self.nested(|this| this.visit_expr_mut(&mut future));
+            results.push(quote!(#future.await));
+        }
+        if asked.is_empty() {
+            return None;
+        }
+        Some(self.round(&asked, quote!((#(#results,)*))))
+    }
+
+    /// `select! { PATTERN = peer.<request>(..) => HANDLER, .. }`: the request's branch alone
+    /// (the client answers or the call ends; the other branches, timers mostly, have nothing
+    /// left to race).
+    fn selected(&mut self, mac: &syn::Macro) -> Option<syn::Expr> {
+        let select = concurrent::select_branches(mac)?;
+        let mut requests = select.branches.into_iter().filter(|branch| {
+            matches!(&branch.future, syn::Expr::MethodCall(c) if requests::kind(&c.method.to_string()).is_some())
+        });
+        let branch = requests.next()?;
+        if requests.next().is_some() {
+            self.error.get_or_insert(Unsupported::Hidden {
+                handler: self.handler.clone(),
+                place: "a `select!` racing several requests".into(),
+                advice: "; MRTR asks them all in one round and gets every answer, as `join!` does",
+            });
+            return None;
+        }
+        let refutable = !matches!(
+            branch.pattern,
+            syn::Pat::Ident(_) | syn::Pat::Wild(_) | syn::Pat::Tuple(_)
+        );
+        if refutable {
+            self.error.get_or_insert(Unsupported::Hidden {
+                handler: self.handler.clone(),
+                place: "a `select!` branch whose pattern may not match".into(),
+                advice: "",
+            });
+            return None;
+        }
+        let syn::Expr::MethodCall(call) = &branch.future else {
+            return None;
+        };
+        let answer = self.awaited(call)?;
+        let pattern = branch.pattern;
+        let mut handler = branch.handler;
+        Returns {
+            output: &self.output,
+        }
+        .visit_expr_mut(&mut handler);
+        self.nested(|this| this.visit_expr_mut(&mut handler));
+        Some(syn::parse_quote!({
+            let #pattern = #answer;
+            #handler
+        }))
+    }
+
+    /// A `join!` or `select!` of requests, rewritten; another macro or a closure that calls a
+    /// request is refused with the place named.
+    fn macro_call(&mut self, mac: &syn::Macro) -> Option<syn::Expr> {
+        let rewritten = match concurrent::concurrency(mac) {
+            Some(Concurrency::Join) => self.joined(mac),
+            Some(Concurrency::Select) => self.selected(mac),
+            None => None,
+        };
+        if rewritten.is_none() && requests::calls_a_request(mac.tokens.clone()) {
+            let name = mac
+                .path
+                .segments
+                .last()
+                .map_or_else(String::new, |s| s.ident.to_string());
+            self.error.get_or_insert(Unsupported::Hidden {
+                handler: self.handler.clone(),
+                place: format!("the macro `{name}!`"),
+                advice: "; move the request out of the macro",
+            });
+        }
+        rewritten
+    }
+
+    /// A call of a function of the file that makes a request itself: refused, named.
+    fn helper_call(&mut self, callee: Option<&syn::Ident>) {
+        let Some(callee) = callee.map(ToString::to_string) else {
+            return;
+        };
+        if self.helpers.contains(&callee) {
+            self.error.get_or_insert(Unsupported::Hidden {
+                handler: self.handler.clone(),
+                place: format!("the helper `{callee}`"),
+                advice: "; give the helper the round state, or inline its request into the \
+                         handler",
+            });
+        }
+    }
+
+    fn nested(&mut self, visit: impl FnOnce(&mut Self)) {
+        self.depth += 1;
+        visit(self);
+        self.depth -= 1;
+    }
+}
+
+/// `answer`, or `answer_N` of several answered together.
+fn answer_binding(count: usize, n: usize) -> syn::Ident {
+    if count == 1 {
+        format_ident!("answer", span = Span::call_site())
+    } else {
+        format_ident!("answer_{n}", span = Span::call_site())
+    }
+}
+
+impl VisitMut for Sites {
+    fn visit_stmt_mut(&mut self, node: &mut syn::Stmt) {
+        if let syn::Stmt::Macro(stmt) = node {
+            if let Some(expr) = self.macro_call(&stmt.mac) {
+                *node = syn::Stmt::Expr(expr, stmt.semi_token);
+            }
+            return;
+        }
+        syn::visit_mut::visit_stmt_mut(self, node);
+    }
+
+    fn visit_expr_mut(&mut self, node: &mut syn::Expr) {
+        match node {
+            syn::Expr::Await(awaited) => {
+                if let syn::Expr::MethodCall(call) = &*awaited.base {
+                    if let Some(replacement) = self.awaited(call) {
+                        *node = replacement;
+                        return;
+                    }
+                }
+            }
+            syn::Expr::Macro(mac) => {
+                if let Some(replacement) = self.macro_call(&mac.mac) {
+                    *node = replacement;
+                }
+                return;
+            }
+            syn::Expr::Call(call) => {
+                if let syn::Expr::Path(path) = &*call.func {
+                    self.helper_call(path.path.segments.last().map(|s| &s.ident));
+                }
+            }
+            syn::Expr::MethodCall(call) => {
+                if matches!(&*call.receiver, syn::Expr::Path(p) if p.path.is_ident("self")) {
+                    self.helper_call(Some(&call.method));
+                }
+            }
+            syn::Expr::Closure(_) | syn::Expr::Async(_) => {
+                if requests::calls_a_request(quote::ToTokens::to_token_stream(&*node)) {
+                    let place = if matches!(node, syn::Expr::Closure(_)) {
+                        "a closure"
+                    } else {
+                        "an `async` block"
+                    };
+                    self.error.get_or_insert(Unsupported::Hidden {
+                        handler: self.handler.clone(),
+                        place: place.into(),
+                        advice: "; await the request in the handler itself",
+                    });
+                }
+                return;
+            }
+            _ => {}
+        }
+        syn::visit_mut::visit_expr_mut(self, node);
+    }
+
+    fn visit_block_mut(&mut self, node: &mut syn::Block) {
+        self.nested(|this| syn::visit_mut::visit_block_mut(this, node));
+    }
+
+    fn visit_arm_mut(&mut self, node: &mut syn::Arm) {
+        self.nested(|this| syn::visit_mut::visit_arm_mut(this, node));
+    }
+
+    fn visit_expr_if_mut(&mut self, node: &mut syn::ExprIf) {
+        self.visit_expr_mut(&mut node.cond);
+        self.nested(|this| {
+            this.visit_block_mut(&mut node.then_branch);
+            if let Some((_, otherwise)) = &mut node.else_branch {
+                this.visit_expr_mut(otherwise);
+            }
+        });
+    }
+
+    fn visit_expr_while_mut(&mut self, node: &mut syn::ExprWhile) {
+        self.nested(|this| syn::visit_mut::visit_expr_while_mut(this, node));
+    }
+
+    fn visit_expr_for_loop_mut(&mut self, node: &mut syn::ExprForLoop) {
+        self.visit_expr_mut(&mut node.expr);
+        self.nested(|this| this.visit_block_mut(&mut node.body));
+    }
+
+    fn visit_expr_loop_mut(&mut self, node: &mut syn::ExprLoop) {
+        self.nested(|this| syn::visit_mut::visit_expr_loop_mut(this, node));
+    }
+
+    fn visit_expr_binary_mut(&mut self, node: &mut syn::ExprBinary) {
+        self.visit_expr_mut(&mut node.left);
+        if matches!(node.op, syn::BinOp::And(_) | syn::BinOp::Or(_)) {
+            self.nested(|this| this.visit_expr_mut(&mut node.right));
+        } else {
+            self.visit_expr_mut(&mut node.right);
+        }
+    }
+
+    fn visit_local_mut(&mut self, node: &mut syn::Local) {
+        if let Some(init) = &mut node.init {
+            self.visit_expr_mut(&mut init.expr);
+            if let Some((_, diverge)) = &mut init.diverge {
+                self.nested(|this| this.visit_expr_mut(diverge));
+            }
+        }
+    }
+
+    fn visit_item_mut(&mut self, _: &mut syn::Item) {}
+}
