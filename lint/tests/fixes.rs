@@ -318,6 +318,63 @@ fn scaffold_prints_the_mrtr_shape_of_the_handler_at_a_line() {
     }
 }
 
+/// The line of `needle` in the workspace file `path`, as `path:LINE`.
+fn location_of(path: &str, needle: &str) -> String {
+    let source = std::fs::read_to_string(workspace_root().join(path)).unwrap();
+    let line = source.lines().position(|l| l.contains(needle)).unwrap() + 1;
+    format!("{path}:{line}")
+}
+
+#[test]
+fn scaffold_of_a_tool_returning_a_string_wraps_its_value() {
+    const RETURN_TYPES: &str =
+        "tests/fixtures/lint/server-initiated-request/src/positive_return_types.rs";
+    // `async fn ask_name(&self, ctx: RequestContext<RoleServer>) -> String` calling
+    // `ctx.peer.create_elicitation(..)`: the line of the request itself, as a finding names it.
+    let location = location_of(RETURN_TYPES, "ctx.peer.create_elicitation(");
+    let output = lint_in(&workspace_root(), &["--scaffold", &location]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let scaffold = text(&output.stdout);
+    for expected in [
+        "async fn ask_name(",
+        "-> Result<rmcp::model::CallToolResponse, rmcp::ErrorData>",
+        "mrtr::done::<String>(",
+    ] {
+        assert!(scaffold.contains(expected), "{expected}: {scaffold}");
+    }
+    assert!(syn::parse_file(&scaffold).is_ok(), "the scaffold parses");
+}
+
+#[test]
+fn scaffold_refusals_name_their_reason() {
+    const ROUNDS: &str = "tests/fixtures/lint/server-initiated-request/src/positive_rounds.rs";
+    const BACKGROUND: &str =
+        "tests/fixtures/lint/server-initiated-request/src/positive_background.rs";
+    for (location, reason) in [
+        (
+            location_of(ROUNDS, "async fn guarded("),
+            "`guarded`: the request inside the helper `confirm_step` is not rewritten; give the \
+             helper the round state",
+        ),
+        (
+            location_of(BACKGROUND, "pub async fn ask_current("),
+            "`ask_current` answers no client request",
+        ),
+        (
+            location_of(BACKGROUND, "pub fn start_nightly("),
+            "ask for the input in the next tool call's arguments instead, or drop the feature",
+        ),
+    ] {
+        let output = lint_in(&workspace_root(), &["--scaffold", &location]);
+        assert_eq!(output.status.code(), Some(2), "{location}");
+        assert!(
+            text(&output.stderr).contains(reason),
+            "{location}: {}",
+            text(&output.stderr)
+        );
+    }
+}
+
 #[test]
 fn fix_with_scaffolds_writes_them_beside_the_handlers() {
     let dir = tempfile::tempdir().unwrap();
