@@ -4,10 +4,13 @@
 //! (kept between runs, so only the first run builds rmcp 3's dependencies).
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use cargo_mcp_lint::diagnostic::SourceFile;
 use cargo_mcp_lint::scaffold::{self, standalone};
+
+#[path = "support/scaffold_check.rs"]
+mod scaffold_check;
+use scaffold_check::check;
 
 fn workspace_root() -> PathBuf {
     mcp_migrate_workspace_bins::workspace_root(env!("CARGO_MANIFEST_DIR"))
@@ -35,27 +38,6 @@ fn sources() -> Vec<PathBuf> {
     sources.sort();
     sources
 }
-
-const MANIFEST: &str = r#"[package]
-name = "scaffold-check"
-version = "0.0.0"
-edition = "2021"
-publish = false
-
-[workspace]
-
-[lib]
-path = "src/lib.rs"
-
-[dependencies]
-rmcp = { version = "3.11", features = ["server", "macros", "elicitation", "request-state", "schemars"] }
-schemars = "1"
-serde = { version = "1", features = ["derive"] }
-serde_json = "1"
-tokio = { version = "1", features = ["full"] }
-url = "2"
-uuid = { version = "1", features = ["v4"] }
-"#;
 
 #[test]
 fn scaffolds_of_the_fixtures_and_the_legacy_server_compile_against_rmcp_3() {
@@ -137,18 +119,7 @@ fn scaffolds_of_the_fixtures_and_the_legacy_server_compile_against_rmcp_3() {
     std::fs::write(src.join("url_fixes.rs"), url_fixes).unwrap();
     lib.push_str("mod url_fixes;\n");
     std::fs::write(src.join("lib.rs"), lib).unwrap();
-    std::fs::write(dir.path().join("Cargo.toml"), MANIFEST).unwrap();
-    // The workspace's lock file: the same rmcp 3 and dependencies the repository uses.
-    std::fs::copy(root.join("Cargo.lock"), dir.path().join("Cargo.lock")).unwrap();
-
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let output = Command::new(cargo)
-        .args(["check", "--quiet", "--message-format", "short"])
-        .current_dir(dir.path())
-        .env("CARGO_TARGET_DIR", root.join("target/scaffold-check"))
-        .env_remove("RUSTFLAGS")
-        .output()
-        .unwrap();
+    let output = check(dir.path());
     if !output.status.success() {
         // Keep the generated crate for reading the errors.
         let kept = dir.keep();

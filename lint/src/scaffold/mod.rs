@@ -106,6 +106,26 @@ pub fn file_scaffolds(file: &SourceFile) -> Result<(Vec<Scaffold>, Vec<Skipped>)
     Ok((scaffolds, skipped))
 }
 
+/// The `impl` blocks and the free functions of `items`, those of inline modules included.
+fn items_of(items: &[syn::Item]) -> (Vec<&syn::ItemImpl>, Vec<&syn::ItemFn>) {
+    let (mut impls, mut functions) = (Vec::new(), Vec::new());
+    for item in items {
+        match item {
+            syn::Item::Impl(block) => impls.push(block),
+            syn::Item::Fn(function) => functions.push(function),
+            syn::Item::Mod(module) => {
+                if let Some((_, inner)) = &module.content {
+                    let (more_impls, more_functions) = items_of(inner);
+                    impls.extend(more_impls);
+                    functions.extend(more_functions);
+                }
+            }
+            _ => {}
+        }
+    }
+    (impls, functions)
+}
+
 /// Whether `block` implements `ServerHandler` (whose `get_prompt`, `read_resource` and
 /// `call_tool` may answer `input_required`).
 fn server_handler(block: &syn::ItemImpl) -> bool {
@@ -120,10 +140,8 @@ fn server_handler(block: &syn::ItemImpl) -> bool {
 pub fn scaffold_at(file: &SourceFile, line: usize) -> Result<Scaffold, String> {
     let syntax = syn::parse_file(&file.text).map_err(|error| format!("does not parse: {error}"))?;
     let helpers = rewrite::request_helpers(&syntax);
-    for item in &syntax.items {
-        let syn::Item::Impl(block) = item else {
-            continue;
-        };
+    let (impls, functions) = items_of(&syntax.items);
+    for block in impls {
         for member in &block.items {
             let syn::ImplItem::Fn(function) = member else {
                 continue;
@@ -148,6 +166,20 @@ pub fn scaffold_at(file: &SourceFile, line: usize) -> Result<Scaffold, String> {
                 item,
             });
         }
+    }
+    // A free function: a helper the handlers call, or code no client request reaches.
+    for function in functions {
+        let start = function.sig.fn_token.span.start().line;
+        let end = function.block.brace_token.span.close().end().line;
+        if !(start..=end).contains(&line) {
+            continue;
+        }
+        let name = function.sig.ident.to_string();
+        if !surface::takes_the_call(&function.sig) {
+            return Err(rewrite::Unsupported::NoOrigin(name).to_string());
+        }
+        let callers = rewrite::callers(&syntax, &name);
+        return Err(rewrite::Unsupported::Helper { name, callers }.to_string());
     }
     Err(format!("no method of an `impl` block holds line {line}"))
 }

@@ -23,6 +23,15 @@ pub fn names_a_request(function: &syn::ImplItemFn) -> bool {
 
 /// The functions and methods of `file` whose bodies call a request.
 pub fn request_helpers(file: &syn::File) -> BTreeSet<String> {
+    functions(file)
+        .into_iter()
+        .filter(|(_, body)| requests::calls_a_request(quote::ToTokens::to_token_stream(body)))
+        .map(|(name, _)| name.to_string())
+        .collect()
+}
+
+/// Every function and method of `file` (inline modules included): its name and body.
+fn functions(file: &syn::File) -> Vec<(&syn::Ident, &syn::Block)> {
     fn walk<'a>(items: &'a [syn::Item], out: &mut Vec<(&'a syn::Ident, &'a syn::Block)>) {
         for item in items {
             match item {
@@ -45,9 +54,43 @@ pub fn request_helpers(file: &syn::File) -> BTreeSet<String> {
     let mut functions = Vec::new();
     walk(&file.items, &mut functions);
     functions
+}
+
+fn callers_text(callers: &[String]) -> String {
+    if callers.is_empty() {
+        " (none in this file)".to_owned()
+    } else {
+        format!(
+            " ({})",
+            callers
+                .iter()
+                .map(|caller| format!("`{caller}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    }
+}
+
+/// The functions and methods of `file` whose bodies call `name(..)` (or `.name(..)`).
+pub fn callers(file: &syn::File, name: &str) -> Vec<String> {
+    fn calls(tokens: proc_macro2::TokenStream, name: &str) -> bool {
+        let trees: Vec<proc_macro2::TokenTree> = tokens.into_iter().collect();
+        trees.iter().enumerate().any(|(index, tree)| match tree {
+            proc_macro2::TokenTree::Ident(ident) => {
+                ident == name
+                    && matches!(trees.get(index + 1), Some(proc_macro2::TokenTree::Group(g))
+                        if g.delimiter() == proc_macro2::Delimiter::Parenthesis)
+            }
+            proc_macro2::TokenTree::Group(group) => calls(group.stream(), name),
+            _ => false,
+        })
+    }
+    functions(file)
         .into_iter()
-        .filter(|(_, body)| requests::calls_a_request(quote::ToTokens::to_token_stream(body)))
-        .map(|(name, _)| name.to_string())
+        .filter(|(caller, body)| {
+            *caller != name && calls(quote::ToTokens::to_token_stream(body), name)
+        })
+        .map(|(caller, _)| caller.to_string())
         .collect()
 }
 
@@ -80,6 +123,12 @@ pub enum Unsupported {
          complete result"
     )]
     NotATool(String),
+    #[error(
+        "`{name}` is a helper function, not a handler: give it the round state (`&mut \
+         mrtr::Rounds`) and make its request an input request, then scaffold its callers{}",
+        callers_text(callers)
+    )]
+    Helper { name: String, callers: Vec<String> },
     #[error("`{handler}`: `elicit` without a type (`elicit::<T>(..)`) at request {index}")]
     UntypedElicit { handler: String, index: usize },
     #[error(
@@ -105,7 +154,7 @@ pub fn handler(
     let name = function.sig.ident.to_string();
     let is_tool = attributed(function, "tool");
     let in_server_handler = in_trait && trait_response(&name).is_some();
-    if !is_tool && !in_server_handler && !takes_the_call(function) {
+    if !is_tool && !in_server_handler && !takes_the_call(&function.sig) {
         return Err(Unsupported::NoOrigin(name));
     }
     if function.sig.asyncness.is_none() {

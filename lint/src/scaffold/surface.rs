@@ -42,13 +42,19 @@ pub fn attributed(function: &syn::ImplItemFn, wanted: &str) -> bool {
 
 /// Whether `function` takes the call it answers: a `Peer<RoleServer>`, a `RequestContext` or
 /// request parameters among its arguments (a peer reached through `self` was stored earlier).
-pub fn takes_the_call(function: &syn::ImplItemFn) -> bool {
-    function.sig.inputs.iter().any(|input| match input {
+pub fn takes_the_call(signature: &syn::Signature) -> bool {
+    signature.inputs.iter().any(|input| match input {
         syn::FnArg::Typed(typed) => {
             let ty = quote::ToTokens::to_token_stream(&typed.ty).to_string();
-            ["Peer", "RequestContext", "RequestParam"]
-                .iter()
-                .any(|name| ty.contains(name))
+            [
+                "Peer",
+                "RequestContext",
+                "CallToolRequestParam",
+                "GetPromptRequestParam",
+                "ReadResourceRequestParam",
+            ]
+            .iter()
+            .any(|name| ty.contains(name))
         }
         syn::FnArg::Receiver(_) => false,
     })
