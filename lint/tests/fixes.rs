@@ -389,19 +389,24 @@ fn fix_with_scaffolds_writes_them_beside_the_handlers() {
     let stderr = text(&output.stderr);
     assert!(
         stderr.contains(
-            "src/main.mrtr.rs (4 handler(s): ask_name, confirm_delete, connect_account, ask_twice)"
+            "src/main.mrtr.rs (8 handler(s): ask_name, confirm_delete, connect_account, summarize, \
+             list_workspace_roots, ask_twice, ask_three, rounds)"
         ),
         "{stderr}"
     );
-    // `ask_three` runs its requests inside `tokio::join!`: said, not guessed.
-    assert!(stderr.contains("ask_three"), "{stderr}");
     let written = std::fs::read_to_string(dir.path().join("src/main.mrtr.rs")).unwrap();
     assert!(syn::parse_file(&written).is_ok());
+    // The helpers the handlers share are written once, in their MRTR form.
+    for helper in ["async fn sample(", "async fn fetch_roots("] {
+        assert_eq!(written.matches(helper).count(), 1, "{helper}");
+    }
+    // One impl per original impl: the tools' and `fault_router`'s (`rounds`).
     assert_eq!(
         written.matches("impl FixtureServer").count(),
-        1,
+        2,
         "one impl per original impl"
     );
+    assert_eq!(written.matches("#[tool_router]").count(), 1);
 }
 
 /// The pre-filters (skipped files, blanked items, cut `let`s and `use`s) change no fix: the fixes

@@ -180,8 +180,17 @@ fn every_finding_is_scaffolded_or_refused_with_its_reason_and_the_docs_show_the_
         }
     }
 
+    // Nothing scaffolded fails to compile (kept when it does, for reading the errors).
     let table = render(&tallies);
     println!("{table}");
+    let failed: usize = tallies.iter().map(|(_, t)| t.failed).sum();
+    if failed > 0 {
+        let kept = dir.keep();
+        panic!(
+            "{failed} scaffolds do not compile (crate kept in {}):\n{stderr}",
+            kept.display()
+        );
+    }
     let docs = std::fs::read_to_string(root.join("docs/lint/fixes.md")).unwrap();
     let shown = docs
         .split_once("<!-- scaffold-coverage -->\n")
@@ -193,15 +202,6 @@ fn every_finding_is_scaffolded_or_refused_with_its_reason_and_the_docs_show_the_
         "docs/lint/fixes.md must show, between `<!-- scaffold-coverage -->` and \
          `<!-- /scaffold-coverage -->`:\n{table}"
     );
-    // Nothing scaffolded fails to compile (kept when it does, for reading the errors).
-    let failed: usize = tallies.iter().map(|(_, t)| t.failed).sum();
-    if failed > 0 {
-        let kept = dir.keep();
-        panic!(
-            "{failed} scaffolds do not compile (crate kept in {}):\n{stderr}",
-            kept.display()
-        );
-    }
 }
 
 /// The coverage table: one row per group and a total, then the refusals by reason.

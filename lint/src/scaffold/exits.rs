@@ -46,6 +46,9 @@ pub enum Output {
     /// `Result<T, E>` of a `ServerHandler` method: each way out is `mrtr::respond(..)`, `T`
     /// turned into the method's MRTR response (`GetPromptResult` → `GetPromptResponse`, ...).
     Respond(syn::Type),
+    /// A helper's own type `T` (`()` when it returns nothing), now `Result<T, mrtr::Interrupt>`:
+    /// each way out is `Ok(..)`.
+    Helper(syn::Type),
 }
 
 impl Output {
@@ -64,7 +67,7 @@ impl Output {
     /// The tool's own value type (`T` of `Result<T, E>`, or the return type).
     pub fn value_type(&self) -> &syn::Type {
         match self {
-            Output::Result(ty) | Output::Value(ty) | Output::Respond(ty) => ty,
+            Output::Result(ty) | Output::Value(ty) | Output::Respond(ty) | Output::Helper(ty) => ty,
         }
     }
 
@@ -82,6 +85,7 @@ impl Output {
                     syn::parse_quote!(mrtr::complete(#expr))
                 }
             }
+            Output::Helper(_) => syn::parse_quote!(Ok(#expr)),
             Output::Respond(ok_type) => syn::parse_quote!(mrtr::respond::<#ok_type, _, _>(#expr)),
             Output::Value(syn::Type::ImplTrait(_)) => syn::parse_quote!(mrtr::done(#expr)),
             Output::Value(ty) => syn::parse_quote!(mrtr::done::<#ty>(#expr)),
@@ -154,6 +158,8 @@ impl VisitMut for Returns<'_> {
         if let Some(expr) = &mut node.expr {
             self.visit_expr_mut(expr);
             **expr = self.output.complete(expr);
+        } else if matches!(self.output, Output::Helper(_)) {
+            node.expr = Some(Box::new(syn::parse_quote!(Ok(()))));
         }
     }
 

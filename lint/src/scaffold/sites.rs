@@ -20,6 +20,14 @@ pub struct Sites {
     pub output: Output,
     /// The file's functions that make a request themselves (see [`request_helpers`]).
     pub helpers: BTreeSet<String>,
+    /// The helpers that have an MRTR form (they take `&mut mrtr::Rounds`): their calls are
+    /// rewritten, not refused.
+    pub rewritable: BTreeSet<String>,
+    /// The rewritable helpers this handler calls.
+    pub called: BTreeSet<String>,
+    /// Rewriting a helper: a request that has no answer ends the helper with
+    /// `Err(Interrupt)`, not the handler with `Ok(input_required)`.
+    pub in_helper: bool,
     pub keys: Vec<String>,
     pub error: Option<Unsupported>,
     /// How many conditional or scoped constructs (blocks, arms, branches, loops, lazy
@@ -54,20 +62,25 @@ impl Sites {
         let keys: Vec<&str> = asked.iter().map(|a| a.key.as_str()).collect();
         let requests = asked.iter().map(|a| &a.request);
         let bindings = (1..=asked.len()).map(|n| answer_binding(asked.len(), n));
+        let end = if self.in_helper {
+            quote!(Err)
+        } else {
+            quote!(Ok)
+        };
         let expr: syn::Expr = if asked.len() == 1 {
             let binding = answer_binding(1, 1);
             let (key, request) = (keys[0], &asked[0].request);
             syn::parse_quote! {
                 match rounds.answer(#key) {
                     Some(#binding) => #result,
-                    None => return Ok(rounds.ask([(#key, #request)])?.into()),
+                    None => return #end(rounds.ask([(#key, #request)])?.into()),
                 }
             }
         } else {
             syn::parse_quote! {
                 match (#(rounds.answer(#keys),)*) {
                     (#(Some(#bindings),)*) => #result,
-                    _ => return Ok(rounds.ask([#((#keys, #requests)),*])?.into()),
+                    _ => return #end(rounds.ask([#((#keys, #requests)),*])?.into()),
                 }
             }
         };
@@ -96,7 +109,7 @@ impl Sites {
             .count();
         let mut asked = Vec::new();
         let mut results = Vec::new();
-        for mut future in futures {
+        for future in futures {
             if let syn::Expr::MethodCall(call) = &future {
                 if let Some(request) = self.ask(call, &answer_binding(count, asked.len() + 1)) {
                     results.push(request.answer.clone());
@@ -104,8 +117,9 @@ impl Sites {
                     continue;
                 }
             }
-            self.nested(|this| this.visit_expr_mut(&mut future));
-            results.push(quote!(#future.await));
+            let mut awaited: syn::Expr = syn::parse_quote!(#future.await);
+            self.nested(|this| this.visit_expr_mut(&mut awaited));
+            results.push(quote!(#awaited));
         }
         if asked.is_empty() {
             return None;
@@ -187,7 +201,7 @@ impl Sites {
         let Some(callee) = callee.map(ToString::to_string) else {
             return;
         };
-        if self.helpers.contains(&callee) {
+        if self.helpers.contains(&callee) && !self.rewritable.contains(&callee) {
             self.error.get_or_insert(Unsupported::Hidden {
                 handler: self.handler.clone(),
                 place: format!("the helper `{callee}`"),
@@ -195,6 +209,41 @@ impl Sites {
                          handler",
             });
         }
+    }
+
+    /// `helper(args).await` of a helper with an MRTR form: `match helper(&mut rounds, args).await
+    /// { Ok(value) => value, Err(interrupt) => <end the round, or fail> }`.
+    fn helper_awaited(&mut self, call: &syn::ExprCall) -> Option<syn::Expr> {
+        let syn::Expr::Path(path) = &*call.func else {
+            return None;
+        };
+        let name = path.path.get_ident()?.to_string();
+        if !self.rewritable.contains(&name) {
+            return None;
+        }
+        self.called.insert(name);
+        let mut args: Vec<syn::Expr> = call.args.iter().cloned().collect();
+        for arg in &mut args {
+            self.nested(|this| this.visit_expr_mut(arg));
+        }
+        let func = &call.func;
+        let (rounds, end): (syn::Expr, syn::Expr) = if self.in_helper {
+            (
+                syn::parse_quote!(&mut *rounds),
+                syn::parse_quote!(Err(interrupt)),
+            )
+        } else {
+            (
+                syn::parse_quote!(&mut rounds),
+                syn::parse_quote!(interrupt.end()),
+            )
+        };
+        Some(syn::parse_quote! {
+            match #func(#rounds, #(#args),*).await {
+                Ok(value) => value,
+                Err(interrupt) => return #end,
+            }
+        })
     }
 
     fn nested(&mut self, visit: impl FnOnce(&mut Self)) {
@@ -227,11 +276,14 @@ impl VisitMut for Sites {
     fn visit_expr_mut(&mut self, node: &mut syn::Expr) {
         match node {
             syn::Expr::Await(awaited) => {
-                if let syn::Expr::MethodCall(call) = &*awaited.base {
-                    if let Some(replacement) = self.awaited(call) {
-                        *node = replacement;
-                        return;
-                    }
+                let replacement = match &*awaited.base {
+                    syn::Expr::MethodCall(call) => self.awaited(call),
+                    syn::Expr::Call(call) => self.helper_awaited(call),
+                    _ => None,
+                };
+                if let Some(replacement) = replacement {
+                    *node = replacement;
+                    return;
                 }
             }
             syn::Expr::Macro(mac) => {

@@ -38,10 +38,13 @@ pub fn module() -> TokenStream {
             }
 
             /// One call of an MRTR handler: the handler runs from the top on every round; each
-            /// input request either has its answer already or ends the round.
+            /// input request either has its answer already or ends the round. A request met
+            /// again in the same run (a loop, a helper called twice) gets its own key: the
+            /// second `KEY` is `KEY#2`, and so on, the same on every round.
             pub struct Rounds {
                 codec: RequestStateCodec,
                 state: State,
+                met: BTreeMap<String, usize>,
             }
 
             impl Rounds {
@@ -74,12 +77,25 @@ pub fn module() -> TokenStream {
                             state.answers.insert(asked, answer);
                         }
                     }
-                    Ok(Rounds { codec, state })
+                    Ok(Rounds {
+                        codec,
+                        state,
+                        met: BTreeMap::new(),
+                    })
                 }
 
-                /// The client's answer to the input request `key`, once it has one.
-                pub fn answer(&self, key: &str) -> Option<Value> {
-                    self.state.answers.get(key).cloned()
+                /// The key of the latest meeting of the request `key` in this run.
+                fn occurrence(&self, key: &str) -> String {
+                    match self.met.get(key) {
+                        Some(&count) if count > 1 => format!("{key}#{count}"),
+                        _ => key.to_owned(),
+                    }
+                }
+
+                /// The client's answer to the input request `key` met now, once it has one.
+                pub fn answer(&mut self, key: &str) -> Option<Value> {
+                    *self.met.entry(key.to_owned()).or_default() += 1;
+                    self.state.answers.get(&self.occurrence(key)).cloned()
                 }
 
                 /// Ends this round: `input_required` with each request under its key and the
@@ -90,7 +106,7 @@ pub fn module() -> TokenStream {
                 ) -> Result<InputRequiredResult, ErrorData> {
                     let requests: InputRequests = requests
                         .into_iter()
-                        .map(|(key, request)| (key.to_owned(), request))
+                        .map(|(key, request)| (self.occurrence(key), request))
                         .collect();
                     self.state.asked = requests.keys().cloned().collect();
                     let sealed = self
@@ -98,6 +114,35 @@ pub fn module() -> TokenStream {
                         .seal_json(&self.state)
                         .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
                     Ok(InputRequiredResult::new(Some(requests), Some(sealed)))
+                }
+            }
+
+            /// What stops a helper that asks (it takes `&mut Rounds`): the round ends with its
+            /// input requests, or the helper failed. The handler that called it returns either.
+            pub enum Interrupt {
+                Ask(InputRequiredResult),
+                Error(ErrorData),
+            }
+
+            impl From<InputRequiredResult> for Interrupt {
+                fn from(result: InputRequiredResult) -> Self {
+                    Interrupt::Ask(result)
+                }
+            }
+
+            impl From<ErrorData> for Interrupt {
+                fn from(error: ErrorData) -> Self {
+                    Interrupt::Error(error)
+                }
+            }
+
+            impl Interrupt {
+                /// What the calling handler returns: `input_required`, or the helper's error.
+                pub fn end<R: From<InputRequiredResult>>(self) -> Result<R, ErrorData> {
+                    match self {
+                        Interrupt::Ask(result) => Ok(result.into()),
+                        Interrupt::Error(error) => Err(error),
+                    }
                 }
             }
 

@@ -21,36 +21,47 @@ fn every_mid_call_handler_of_the_legacy_server_is_scaffolded() {
             )
         })
         .collect();
+    // The handlers whose requests their helpers make (`sample`, `fetch_roots`) too: those
+    // helpers take the round state, and `ask_three`'s `tokio::join!` asks in one round.
     assert_eq!(
         handlers,
         [
             ("ask_name", vec!["ask_name.elicitation.1"]),
             ("confirm_delete", vec!["confirm_delete.elicitation.1"]),
             ("connect_account", vec!["connect_account.elicitation.1"]),
+            ("summarize", vec![]),
+            ("list_workspace_roots", vec![]),
             (
                 "ask_twice",
                 vec!["ask_twice.elicitation.1", "ask_twice.elicitation.2"]
             ),
+            ("ask_three", vec!["ask_three.elicitation.1"]),
+            ("rounds", vec![]),
         ]
     );
-    // `ask_three` joins requests made by helpers (`sample`, `fetch_roots`): reported, not guessed.
-    // Nor are the handlers whose requests are made by those helpers: listed with the reason.
-    let skipped: Vec<(&str, &str)> = skipped
+    assert!(skipped.is_empty(), "{skipped:?}");
+    let three = scaffolds.iter().find(|s| s.handler == "ask_three").unwrap();
+    let helpers: Vec<String> = three
+        .helpers
         .iter()
-        .map(|s| (s.handler.as_str(), s.reason.as_str()))
+        .map(|h| h.sig.ident.to_string())
         .collect();
-    assert_eq!(
-        skipped
-            .iter()
-            .map(|(handler, _)| *handler)
-            .collect::<Vec<_>>(),
-        ["summarize", "list_workspace_roots", "ask_three", "rounds"]
+    assert_eq!(helpers.len(), 2, "{helpers:?}");
+    for helper in ["sample", "fetch_roots"] {
+        assert!(helpers.iter().any(|h| h == helper), "{helpers:?}");
+    }
+    let text = render(
+        std::path::Path::new("src/main.rs"),
+        std::slice::from_ref(three),
     );
-    for (handler, reason) in skipped {
-        assert!(
-            reason.contains("the request inside the helper `"),
-            "{handler}: {reason}"
-        );
+    for expected in [
+        "match sample(&mut rounds, &peer, \"Greet the user in one sentence.\").await {",
+        "Err(interrupt) => return interrupt.end(),",
+        "async fn sample(rounds: &mut mrtr::Rounds, peer: &Peer<RoleServer>, prompt: &str)",
+        "-> Result<Result<String, McpError>, mrtr::Interrupt>",
+        "return Err(rounds.ask([(\"sample.sampling.1\",",
+    ] {
+        assert!(holds(&text, expected), "missing `{expected}` in\n{text}");
     }
 }
 
@@ -100,18 +111,22 @@ fn lines_outside_handlers_and_unsupported_handlers_are_clear_errors() {
         + 1;
     let error = scaffold_at(&file, echo).unwrap_err();
     assert!(error.contains("`echo` is not `async`"), "{error}");
-    let three = LEGACY_SERVER
-        .lines()
-        .position(|l| l.contains("async fn ask_three("))
-        .unwrap()
-        + 1;
-    let Err(error) = scaffold_at(&file, three) else {
-        panic!("`ask_three` calls helpers that make requests: not scaffolded");
-    };
+    // A helper with no MRTR form (not `async`): its caller is refused, naming it; the helper
+    // itself is named with its callers.
+    let blocking = SourceFile::new(
+        "x.rs".into(),
+        "impl S {\n#[tool]\nasync fn f(&self, peer: Peer<RoleServer>) -> Result<CallToolResult, \
+         McpError> {\nOk(roots(&peer))\n}\n}\nfn roots(peer: &Peer<RoleServer>) -> usize {\n\
+         block_on(peer.list_roots()).map_or(0, |r| r.roots.len())\n}\n"
+            .into(),
+    );
+    let error = scaffold_at(&blocking, 3).unwrap_err();
     assert!(
-        error.contains("`ask_three`: the request inside the helper `sample`"),
+        error.contains("`f`: the request inside the helper `roots` is not rewritten"),
         "{error}"
     );
+    let error = scaffold_at(&blocking, 8).unwrap_err();
+    assert!(error.contains("`roots` is not `async`"), "{error}");
     let broken = SourceFile::new("x.rs".into(), "fn (".into());
     assert!(file_scaffolds(&broken)
         .unwrap_err()
