@@ -345,16 +345,99 @@ fn scaffold_of_a_tool_returning_a_string_wraps_its_value() {
     assert!(syn::parse_file(&scaffold).is_ok(), "the scaffold parses");
 }
 
+/// Requests in a macro's arguments, a request future used as a value, a `ServerRequest` sent by
+/// hand and the legacy -32042 error: each rewritten in place.
+#[test]
+fn scaffolds_rewrite_requests_in_macros_futures_sent_requests_and_the_url_error() {
+    const POSITIVE: &str = "tests/fixtures/lint/server-initiated-request/src/positive.rs";
+    const ROUNDS: &str = "tests/fixtures/lint/server-initiated-request/src/positive_rounds.rs";
+    const SAMPLING: &str = "tests/fixtures/lint/deprecated-sampling/src/positive.rs";
+    const ROOTS: &str = "tests/fixtures/lint/deprecated-roots/src/positive.rs";
+    const LEGACY: &str = "tests/legacy-server/src/main.rs";
+    for (location, expected) in [
+        // `with_deadline!(30, peer.create_elicitation_with_timeout(..))`: the macro awaits a
+        // future that is ready with the answer.
+        (
+            location_of(POSITIVE, "let window = with_deadline!("),
+            vec![
+                "let window = with_deadline!(",
+                "std::future::ready(match rounds.answer(\"preflight.elicitation.3\")",
+            ],
+        ),
+        // `matches!(peer.elicit::<T>(..).await, ..)` in a helper: hoisted, the pattern kept.
+        (
+            location_of(ROUNDS, "matches!(peer.elicit::<Project>"),
+            vec![
+                "let elicitation_1 = match rounds.answer(\"confirm_step.elicitation.1\")",
+                "Ok(matches!(elicitation_1, Ok(Some(_))))",
+            ],
+        ),
+        // `format!("..", context.peer.list_roots().await)`: hoisted before the statement.
+        (
+            location_of(ROOTS, "let scope = format!("),
+            vec!["let scope = format!(\"searching {:?}\", roots_2);"],
+        ),
+        // `join_all(vec![peer.create_message(..), ..])`: ready futures, a round each.
+        (
+            location_of(SAMPLING, "let replies = futures::future::join_all"),
+            vec!["vec![std::future::ready(sampling_1), std::future::ready(sampling_2)]"],
+        ),
+        // `peer.send_request(request)` of a `ServerRequest` built into a binding.
+        (
+            location_of(SAMPLING, "pub async fn ask_model_raw("),
+            vec![
+                "Some(answer) => mrtr::client_result(&request, answer),",
+                "mrtr::input_request(request)?",
+            ],
+        ),
+        // `return Err(McpError::url_elicitation_required(..));`: a URL-mode input request.
+        (
+            location_of(LEGACY, "async fn open_vault("),
+            vec![
+                "if rounds.answer(\"open_vault.elicitation.1\").is_none() {",
+                "rmcp::model::ElicitRequestParams::UrlElicitationParams",
+                "url: (\"https://vault.example.com/authorize\").to_string(),",
+            ],
+        ),
+    ] {
+        let output = lint_in(&workspace_root(), &["--scaffold", &location]);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{location}: {}",
+            text(&output.stderr)
+        );
+        let scaffold = text(&output.stdout);
+        for expected in expected {
+            assert!(
+                scaffold.contains(expected),
+                "{location}: `{expected}` in\n{scaffold}"
+            );
+        }
+        assert!(syn::parse_file(&scaffold).is_ok(), "{location}: parses");
+    }
+}
+
 #[test]
 fn scaffold_refusals_name_their_reason() {
-    const ROUNDS: &str = "tests/fixtures/lint/server-initiated-request/src/positive_rounds.rs";
     const BACKGROUND: &str =
         "tests/fixtures/lint/server-initiated-request/src/positive_background.rs";
+    const POSITIVE: &str = "tests/fixtures/lint/server-initiated-request/src/positive.rs";
+    const SAMPLING: &str = "tests/fixtures/lint/deprecated-sampling/src/positive.rs";
+    const SHAPES: &str = "tests/fixtures/lint/real-project-shapes/src/positive.rs";
     for (location, reason) in [
         (
-            location_of(ROUNDS, "async fn guarded("),
-            "`guarded`: the request inside the helper `confirm_step` is not rewritten; give the \
-             helper the round state",
+            location_of(POSITIVE, "let ask = |p: Peer<RoleServer>|"),
+            "`ask_each`: the request inside a closure is not rewritten",
+        ),
+        (
+            location_of(SAMPLING, "async fn polish_later("),
+            "`polish_later`: the request inside `spawn(..)` runs in a task of its own, which \
+             outlives the call: it answers no client request",
+        ),
+        (
+            location_of(SHAPES, "pub async fn forward("),
+            "`forward`: the request inside a `ServerRequest::CustomRequest` is not rewritten",
         ),
         (
             location_of(BACKGROUND, "pub async fn ask_current("),
@@ -389,8 +472,8 @@ fn fix_with_scaffolds_writes_them_beside_the_handlers() {
     let stderr = text(&output.stderr);
     assert!(
         stderr.contains(
-            "src/main.mrtr.rs (8 handler(s): ask_name, confirm_delete, connect_account, summarize, \
-             list_workspace_roots, ask_twice, ask_three, rounds)"
+            "src/main.mrtr.rs (9 handler(s): ask_name, confirm_delete, connect_account, \
+             open_vault, summarize, list_workspace_roots, ask_twice, ask_three, rounds)"
         ),
         "{stderr}"
     );

@@ -34,6 +34,37 @@ pub fn calls_a_request(tokens: TokenStream) -> bool {
     })
 }
 
+/// Whether `tokens` send a legacy request by hand: `.send_request(..)` in code that names
+/// `ServerRequest` (the request built there, or earlier into a binding).
+pub fn sends_a_server_request(tokens: TokenStream) -> bool {
+    fn scan(tokens: TokenStream, sends: &mut bool, names: &mut bool) {
+        let trees: Vec<proc_macro2::TokenTree> = tokens.into_iter().collect();
+        for (index, tree) in trees.iter().enumerate() {
+            match tree {
+                proc_macro2::TokenTree::Ident(ident) if ident == "ServerRequest" => *names = true,
+                proc_macro2::TokenTree::Ident(ident) if ident == "send_request" => {
+                    *sends |= index > 0
+                        && matches!(&trees[index - 1], proc_macro2::TokenTree::Punct(p) if p.as_char() == '.');
+                }
+                proc_macro2::TokenTree::Group(group) => scan(group.stream(), sends, names),
+                _ => {}
+            }
+        }
+    }
+    let (mut sends, mut names) = (false, false);
+    scan(tokens, &mut sends, &mut names);
+    sends && names
+}
+
+/// Whether `tokens` name `CustomRequest`: a request by method name, with no MRTR form.
+pub fn names_a_custom_request(tokens: TokenStream) -> bool {
+    tokens.into_iter().any(|tree| match tree {
+        proc_macro2::TokenTree::Ident(ident) => ident == "CustomRequest",
+        proc_macro2::TokenTree::Group(group) => names_a_custom_request(group.stream()),
+        _ => false,
+    })
+}
+
 /// One input request of a round.
 pub struct Asked {
     pub key: String,
@@ -50,6 +81,8 @@ pub enum NotBuilt {
     NotARequest,
     /// `elicit` without its type: the form schema is unknown.
     Untyped,
+    /// `send_request(ServerRequest::CustomRequest(..))`: a method name, no input request.
+    Custom,
 }
 
 /// The input request of `call` under `key`, answered through `binding`.
@@ -59,6 +92,20 @@ pub fn build(
     binding: &syn::Ident,
 ) -> Result<Asked, NotBuilt> {
     let method = call.method.to_string();
+    if method == "send_request" {
+        // A `ServerRequest` sent by hand: turned into its input request when the round ends,
+        // the answer back into the `ClientResult` of the same kind.
+        let request = call.args.first().ok_or(NotBuilt::NotARequest)?;
+        if names_a_custom_request(quote!(#request)) {
+            return Err(NotBuilt::Custom);
+        }
+        return Ok(Asked {
+            key: key("request"),
+            kind: "request",
+            request: quote!(mrtr::input_request(#request)?),
+            answer: quote!(mrtr::client_result(&#request, #binding)),
+        });
+    }
     let kind = kind(&method).ok_or(NotBuilt::NotARequest)?;
     let args: Vec<&syn::Expr> = call.args.iter().collect();
     let arg = |index: usize| args.get(index).copied().ok_or(NotBuilt::NotARequest);

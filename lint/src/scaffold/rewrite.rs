@@ -25,7 +25,10 @@ pub fn names_a_request(function: &syn::ImplItemFn) -> bool {
 pub fn request_helpers(file: &syn::File) -> BTreeSet<String> {
     functions(file)
         .into_iter()
-        .filter(|(_, body)| requests::calls_a_request(quote::ToTokens::to_token_stream(body)))
+        .filter(|(_, body)| {
+            let tokens = quote::ToTokens::to_token_stream(body);
+            requests::calls_a_request(tokens.clone()) || requests::sends_a_server_request(tokens)
+        })
         .map(|(name, _)| name.to_string())
         .collect()
 }
@@ -118,6 +121,13 @@ pub enum Unsupported {
          the input in the next tool call's arguments instead, or drop the feature"
     )]
     NoOrigin(String),
+    #[error(
+        "`{handler}`: the request inside `{spawn}(..)` runs in a task of its own, which outlives \
+         the call: it answers no client request and has no MRTR round to ride on; ask for the \
+         input before the task starts (an input request of the handler itself), or drop the \
+         feature"
+    )]
+    Spawned { handler: String, spawn: String },
     #[error(
         "`{0}` is not a `#[tool]` and returns no `Result`: only a tool's value becomes its \
          complete result"
@@ -388,6 +398,9 @@ fn body(
             .cloned()
             .collect(),
         rewritable: helpers.rewritten.keys().cloned().collect(),
+        server_requests: requests::sends_a_server_request(quote::ToTokens::to_token_stream(
+            &*block,
+        )),
         called: BTreeSet::new(),
         in_helper,
         keys: Vec::new(),

@@ -25,6 +25,8 @@ pub struct Sites {
     pub rewritable: BTreeSet<String>,
     /// The rewritable helpers this handler calls.
     pub called: BTreeSet<String>,
+    /// The code names `ServerRequest`: its `send_request(..)` calls send legacy requests.
+    pub server_requests: bool,
     /// Rewriting a helper: a request that has no answer ends the helper with
     /// `Err(Interrupt)`, not the handler with `Ok(input_required)`.
     pub in_helper: bool,
@@ -42,12 +44,26 @@ impl Sites {
     fn ask(&mut self, call: &syn::ExprMethodCall, binding: &syn::Ident) -> Option<Asked> {
         let index = self.keys.len() + 1;
         let handler = self.handler.clone();
+        // `send_request(..)` is a legacy request only in code that builds a `ServerRequest`.
+        if call.method == "send_request" && !self.server_requests {
+            return None;
+        }
         match requests::build(call, |kind| format!("{handler}.{kind}.{index}"), binding) {
             Ok(asked) => {
                 self.keys.push(asked.key.clone());
                 Some(asked)
             }
             Err(NotBuilt::NotARequest) => None,
+            Err(NotBuilt::Custom) => {
+                self.error.get_or_insert(Unsupported::Hidden {
+                    handler,
+                    place: "a `ServerRequest::CustomRequest`".into(),
+                    advice: "; it names a method, not a request: build the input request it \
+                             stands for (`InputRequest::CreateMessage`, `Elicitation`, \
+                             `ListRoots`) by hand",
+                });
+                None
+            }
             Err(NotBuilt::Untyped) => {
                 self.error
                     .get_or_insert(Unsupported::UntypedElicit { handler, index });
@@ -173,13 +189,14 @@ impl Sites {
         }))
     }
 
-    /// A `join!` or `select!` of requests, rewritten; another macro or a closure that calls a
-    /// request is refused with the place named.
+    /// A `join!` or `select!` of requests, rewritten; so is a macro whose arguments are
+    /// expressions (`format!`, `vec!`, `matches!`, a crate's own `macro_rules!`); another macro
+    /// that calls a request is refused with the place named.
     fn macro_call(&mut self, mac: &syn::Macro) -> Option<syn::Expr> {
         let rewritten = match concurrent::concurrency(mac) {
             Some(Concurrency::Join) => self.joined(mac),
             Some(Concurrency::Select) => self.selected(mac),
-            None => None,
+            None => self.macro_arguments(mac),
         };
         if rewritten.is_none() && requests::calls_a_request(mac.tokens.clone()) {
             let name = mac
@@ -194,6 +211,64 @@ impl Sites {
             });
         }
         rewritten
+    }
+
+    /// A macro whose arguments parse as expressions, its requests rewritten in them (those of
+    /// the macros that evaluate each argument once, in order, hoisted like any other); `None`
+    /// when it holds no request this rewrites.
+    fn macro_arguments(&mut self, mac: &syn::Macro) -> Option<syn::Expr> {
+        let name = mac.path.segments.last()?.ident.to_string();
+        // `matches!(EXPR, PATTERN)`: the expression alone, the pattern kept as written.
+        let (mut args, rest) = if matches!(name.as_str(), "matches" | "assert_matches") {
+            mac.parse_body_with(|input: syn::parse::ParseStream| {
+                let first: syn::Expr = input.parse()?;
+                let rest: proc_macro2::TokenStream = input.parse()?;
+                Ok((vec![first], rest))
+            })
+            .ok()?
+        } else {
+            let args = mac
+                .parse_body_with(
+                    syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated,
+                )
+                .ok()?;
+            (args.into_iter().collect(), proc_macro2::TokenStream::new())
+        };
+        let before = (self.keys.len(), self.called.len());
+        let eager = EAGER_MACROS.contains(&name.as_str());
+        for arg in &mut args {
+            if eager {
+                self.visit_expr_mut(arg);
+            } else {
+                self.nested(|this| this.visit_expr_mut(arg));
+            }
+        }
+        if (self.keys.len(), self.called.len()) == before {
+            return None;
+        }
+        let mut rewritten = mac.clone();
+        rewritten.tokens = quote!(#(#args),* #rest);
+        Some(syn::Expr::Macro(syn::ExprMacro {
+            attrs: Vec::new(),
+            mac: rewritten,
+        }))
+    }
+
+    /// A request in a spawned task (`tokio::spawn(async move { .. })`, `handle.spawn(..)`,
+    /// `std::thread::spawn(..)`): it runs after the call may have returned, so no round carries
+    /// it. Refused, named.
+    fn spawned(&mut self, callee: Option<&syn::Ident>, tokens: proc_macro2::TokenStream) -> bool {
+        let Some(callee) = callee.map(ToString::to_string) else {
+            return false;
+        };
+        if !SPAWNS.contains(&callee.as_str()) || !requests::calls_a_request(tokens) {
+            return false;
+        }
+        self.error.get_or_insert(Unsupported::Spawned {
+            handler: self.handler.clone(),
+            spawn: callee,
+        });
+        true
     }
 
     /// A call of a function of the file that makes a request itself: refused, named.
@@ -253,6 +328,27 @@ impl Sites {
     }
 }
 
+/// The macros that evaluate each argument once, in order: a request in their arguments is
+/// hoisted before the statement like one outside any macro.
+const EAGER_MACROS: &[&str] = &[
+    "format",
+    "format_args",
+    "vec",
+    "matches",
+    "assert_matches",
+    "print",
+    "println",
+    "eprint",
+    "eprintln",
+    "write",
+    "writeln",
+    "panic",
+    "dbg",
+];
+
+/// The functions and methods that run their argument as a task of its own.
+const SPAWNS: &[&str] = &["spawn", "spawn_local", "spawn_blocking"];
+
 /// `answer`, or `answer_N` of several answered together.
 fn answer_binding(count: usize, n: usize) -> syn::Ident {
     if count == 1 {
@@ -262,8 +358,73 @@ fn answer_binding(count: usize, n: usize) -> syn::Ident {
     }
 }
 
+impl Sites {
+    /// `return Err(ErrorData::url_elicitation_required(message, data));` (the legacy -32042
+    /// error, its URL in `data`): the round ends with a URL-mode elicitation instead, and once
+    /// the client has answered it the handler goes on past the statement (the user has been to
+    /// the URL). `None` when the statement is not that, or its URL is not found.
+    fn url_required(&mut self, stmt: &syn::Stmt) -> Option<syn::Stmt> {
+        let syn::Stmt::Expr(syn::Expr::Return(ret), Some(_)) = stmt else {
+            return None;
+        };
+        let call = url_error(ret.expr.as_deref()?)?;
+        let message = call.args.first()?;
+        let data = call.args.iter().nth(1)?;
+        let url = crate::fix::value_after_key(quote!(#data), "url")?;
+        let key = format!("{}.elicitation.{}", self.handler, self.keys.len() + 1);
+        self.keys.push(key.clone());
+        let end = if self.in_helper {
+            quote!(Err)
+        } else {
+            quote!(Ok)
+        };
+        Some(syn::parse_quote! {
+            if rounds.answer(#key).is_none() {
+                return #end(rounds.ask([(
+                    #key,
+                    rmcp::model::InputRequest::Elicitation(rmcp::model::ElicitRequest::new(
+                        rmcp::model::ElicitRequestParams::UrlElicitationParams {
+                            meta: None,
+                            message: String::from(#message),
+                            url: (#url).to_string(),
+                            elicitation_id: #key.to_owned(),
+                        },
+                    )),
+                )])?.into());
+            }
+        })
+    }
+}
+
+/// The `ErrorData::url_elicitation_required(..)` call of `Err(..)`, also once wrapped into the
+/// handler's response (`mrtr::complete(Err(..))`).
+fn url_error(expr: &syn::Expr) -> Option<&syn::ExprCall> {
+    let syn::Expr::Call(call) = expr else {
+        return None;
+    };
+    let syn::Expr::Path(func) = &*call.func else {
+        return None;
+    };
+    let (first, last) = (func.path.segments.first()?, func.path.segments.last()?);
+    match (call.args.len(), call.args.first()?) {
+        (1, syn::Expr::Call(inner)) if last.ident == "Err" => {
+            let syn::Expr::Path(path) = &*inner.func else {
+                return None;
+            };
+            let name = &path.path.segments.last()?.ident;
+            (name == "url_elicitation_required").then_some(inner)
+        }
+        (1, wrapped) if first.ident == "mrtr" => url_error(wrapped),
+        _ => None,
+    }
+}
+
 impl VisitMut for Sites {
     fn visit_stmt_mut(&mut self, node: &mut syn::Stmt) {
+        if let Some(rewritten) = self.url_required(node) {
+            *node = rewritten;
+            return;
+        }
         if let syn::Stmt::Macro(stmt) = node {
             if let Some(expr) = self.macro_call(&stmt.mac) {
                 *node = syn::Stmt::Expr(expr, stmt.semi_token);
@@ -294,12 +455,30 @@ impl VisitMut for Sites {
             }
             syn::Expr::Call(call) => {
                 if let syn::Expr::Path(path) = &*call.func {
-                    self.helper_call(path.path.segments.last().map(|s| &s.ident));
+                    let callee = path.path.segments.last().map(|s| &s.ident);
+                    let args = &call.args;
+                    if self.spawned(callee, quote!(#args)) {
+                        return;
+                    }
+                    self.helper_call(callee);
                 }
             }
             syn::Expr::MethodCall(call) => {
+                let args = &call.args;
+                if self.spawned(Some(&call.method), quote!(#args)) {
+                    return;
+                }
                 if matches!(&*call.receiver, syn::Expr::Path(p) if p.path.is_ident("self")) {
                     self.helper_call(Some(&call.method));
+                }
+                // A request's future used as a value (handed to `timeout`, `join_all`, a
+                // macro that awaits it): a future that is ready with the answer.
+                let method = call.method.to_string();
+                if requests::kind(&method).is_some() || method == "send_request" {
+                    if let Some(answer) = self.awaited(call) {
+                        *node = syn::parse_quote!(std::future::ready(#answer));
+                        return;
+                    }
                 }
             }
             syn::Expr::Closure(_) | syn::Expr::Async(_) => {

@@ -18,9 +18,9 @@ pub fn module() -> TokenStream {
 
             use rmcp::handler::server::tool::IntoCallToolResult;
             use rmcp::model::{
-                CallToolResponse, CreateMessageResult, ElicitResult, ElicitationAction,
-                ElicitationSchema, InputRequest, InputRequests, InputRequiredResult,
-                ListRootsResult, RequestStateCodec,
+                CallToolResponse, ClientResult, CreateMessageResult, CustomResult, ElicitResult,
+                ElicitationAction, ElicitationSchema, InputRequest, InputRequests,
+                InputRequiredResult, ListRootsResult, RequestStateCodec, ServerRequest,
             };
             use rmcp::service::{ElicitationError, ServiceError};
             use rmcp::ErrorData;
@@ -216,6 +216,37 @@ pub fn module() -> TokenStream {
             /// What `create_message(..).await` returned.
             pub fn sampling(answer: Value) -> Result<CreateMessageResult, ServiceError> {
                 decode(answer)
+            }
+
+            /// The input request a legacy `ServerRequest` sent by hand stands for.
+            pub fn input_request(request: ServerRequest) -> Result<InputRequest, ErrorData> {
+                match request {
+                    ServerRequest::CreateMessageRequest(request) => {
+                        Ok(InputRequest::CreateMessage(request))
+                    }
+                    ServerRequest::ElicitRequest(request) => Ok(InputRequest::Elicitation(request)),
+                    ServerRequest::ListRootsRequest(request) => Ok(InputRequest::ListRoots(request)),
+                    _ => Err(ErrorData::internal_error(
+                        "this request has no MRTR input request",
+                        None,
+                    )),
+                }
+            }
+
+            /// What `send_request(request).await` returned: the answer as the `ClientResult`
+            /// of the request's kind.
+            pub fn client_result(
+                request: &ServerRequest,
+                answer: Value,
+            ) -> Result<ClientResult, ServiceError> {
+                Ok(match request {
+                    ServerRequest::CreateMessageRequest(_) => {
+                        decode::<CreateMessageResult>(answer)?.into()
+                    }
+                    ServerRequest::ElicitRequest(_) => decode::<ElicitResult>(answer)?.into(),
+                    ServerRequest::ListRootsRequest(_) => decode::<ListRootsResult>(answer)?.into(),
+                    _ => decode::<CustomResult>(answer)?.into(),
+                })
             }
 
             /// What `list_roots().await` returned.

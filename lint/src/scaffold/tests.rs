@@ -29,6 +29,8 @@ fn every_mid_call_handler_of_the_legacy_server_is_scaffolded() {
             ("ask_name", vec!["ask_name.elicitation.1"]),
             ("confirm_delete", vec!["confirm_delete.elicitation.1"]),
             ("connect_account", vec!["connect_account.elicitation.1"]),
+            // The legacy -32042 error: a URL-mode input request.
+            ("open_vault", vec!["open_vault.elicitation.1"]),
             ("summarize", vec![]),
             ("list_workspace_roots", vec![]),
             (
