@@ -136,6 +136,9 @@ pub struct Analyzer<'a> {
     impls: Vec<HandlerTrait>,
     /// The enclosing `impl ServerHandler` method, if any.
     server_method: Option<String>,
+    /// Where a request made here comes from when no client request is being answered: a
+    /// notification handler (`on_initialized`) or a spawned task (`tokio::spawn(..)`).
+    no_origin: Option<String>,
     /// The string-literal patterns of enclosing `match` arms, innermost last.
     arm_literals: Vec<Option<String>>,
     /// Types used for typed elicitation (`elicit::<T>`, `elicit_safe!(T)`).
@@ -155,6 +158,7 @@ impl<'a> Analyzer<'a> {
             closure_peer: false,
             impls: Vec::new(),
             server_method: None,
+            no_origin: None,
             arm_literals: Vec::new(),
             elicitation_types: HashSet::default(),
             secret_fields: Vec::new(),
@@ -189,6 +193,50 @@ impl<'a> Analyzer<'a> {
         self.out.mark(&reported);
         inner(self);
         self.out.unmark(&reported);
+    }
+
+    /// Walks `inner` as the body of a spawned task when `spawn` names one.
+    fn in_task(&mut self, spawn: Option<&syn::Ident>, inner: impl FnOnce(&mut Self)) {
+        let spawned = spawn.is_some_and(|ident| {
+            matches!(
+                ident.to_string().as_str(),
+                "spawn" | "spawn_local" | "spawn_blocking"
+            )
+        });
+        if !spawned {
+            return inner(self);
+        }
+        let previous = self.no_origin.replace("a spawned task".to_owned());
+        inner(self);
+        self.no_origin = previous;
+    }
+
+    /// The findings of a request made where no client request is being answered, saying so.
+    fn without_origin(&self, mut findings: Vec<Finding>) -> Vec<Finding> {
+        let Some(place) = &self.no_origin else {
+            return findings;
+        };
+        for finding in &mut findings {
+            if !matches!(
+                finding.rule,
+                RuleId::ServerInitiatedRequest
+                    | RuleId::DeprecatedSampling
+                    | RuleId::DeprecatedRoots
+            ) {
+                continue;
+            }
+            finding.message = format!(
+                "{} (from {place}, which answers no client request: it has no originating \
+                 request)",
+                finding
+                    .message
+                    .replace(" mid-call and awaits the reply", " and awaits the reply")
+            );
+            if finding.rule == RuleId::ServerInitiatedRequest {
+                finding.help = Some(symbols::NO_ORIGIN_HELP.to_owned());
+            }
+        }
+        findings
     }
 
     // ----- scopes ----------------------------------------------------------------------------
@@ -602,6 +650,13 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
         ) {
             self.report(&finding, item.sig.ident.span());
         }
+        // A `ServerHandler` notification handler answers no request.
+        let origin = if kind == HandlerTrait::Server && name.starts_with("on_") {
+            Some(format!("the notification handler `{name}`"))
+        } else {
+            None
+        };
+        let previous_origin = std::mem::replace(&mut self.no_origin, origin);
         let previous = if kind == HandlerTrait::Server {
             self.server_method.replace(name)
         } else {
@@ -609,14 +664,17 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
         };
         self.with_scope(|this| visit::visit_impl_item_fn(this, item));
         self.server_method = previous;
+        self.no_origin = previous_origin;
     }
 
     fn visit_item_fn(&mut self, item: &'ast syn::ItemFn) {
         let previous = self.server_method.take();
+        let previous_origin = self.no_origin.take();
         let impls = std::mem::take(&mut self.impls);
         self.with_scope(|this| visit::visit_item_fn(this, item));
         self.impls = impls;
         self.server_method = previous;
+        self.no_origin = previous_origin;
     }
 
     fn visit_signature(&mut self, sig: &'ast syn::Signature) {
@@ -766,6 +824,7 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
                 findings = symbols::generic_request(&method, wire);
             }
         }
+        let findings = self.without_origin(findings);
         if self.cx.sdk_active
             && SCHEMA_BUILDER_METHODS.contains(&method.as_str())
             && builds_elicitation_schema(&call.receiver)
@@ -796,11 +855,14 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
             if let Some(turbofish) = &call.turbofish {
                 this.visit_angle_bracketed_generic_arguments(turbofish);
             }
-            for arg in &call.args {
-                this.closure_peer = peer_closure && matches!(arg, syn::Expr::Closure(_));
-                this.visit_expr(arg);
-                this.closure_peer = false;
-            }
+            // `handle.spawn(async move { .. })`, `join_set.spawn(..)`: a task of its own.
+            this.in_task(Some(&call.method), |this| {
+                for arg in &call.args {
+                    this.closure_peer = peer_closure && matches!(arg, syn::Expr::Closure(_));
+                    this.visit_expr(arg);
+                    this.closure_peer = false;
+                }
+            });
         });
     }
 
@@ -843,7 +905,12 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
                 self.check_literal_arguments(&call.args);
             }
         }
-        visit::visit_expr_call(self, call);
+        // `tokio::spawn(async move { .. })`, `std::thread::spawn(..)`: a task of its own.
+        let spawn = match &*call.func {
+            syn::Expr::Path(func) => func.path.segments.last().map(|s| &s.ident),
+            _ => None,
+        };
+        self.in_task(spawn, |this| visit::visit_expr_call(this, call));
     }
 
     fn visit_expr_path(&mut self, expr: &'ast syn::ExprPath) {
