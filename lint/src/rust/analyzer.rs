@@ -128,6 +128,8 @@ pub struct Analyzer<'a> {
     scopes: Vec<HashMap<String, Binding>>,
     /// Fields of this file's structs whose type is a peer.
     peer_fields: HashSet<String>,
+    /// Functions and methods of this file that return a peer (`fn peer(&self) -> Peer<..>`).
+    peer_functions: HashSet<String>,
     /// For each enclosing `match`, whether its scrutinee is a peer (its arms bind peers).
     match_peer: Vec<bool>,
     /// The closure about to be walked is the argument of `map`/`and_then`/.. on a peer.
@@ -154,6 +156,7 @@ impl<'a> Analyzer<'a> {
             cx,
             scopes: vec![HashMap::default()],
             peer_fields: HashSet::default(),
+            peer_functions: HashSet::default(),
             match_peer: Vec::new(),
             closure_peer: false,
             impls: Vec::new(),
@@ -306,8 +309,10 @@ impl<'a> Analyzer<'a> {
                 syn::Member::Unnamed(_) => false,
             },
             syn::Expr::MethodCall(call) => {
+                let method = call.method.to_string();
                 call.method == "peer"
-                    || (TRANSPARENT_METHODS.contains(&call.method.to_string().as_str())
+                    || self.peer_functions.contains(&method)
+                    || (TRANSPARENT_METHODS.contains(&method.as_str())
                         && self.is_peer_expr(&call.receiver))
             }
             syn::Expr::Await(inner) => self.is_peer_expr(&inner.base),
@@ -327,7 +332,12 @@ impl<'a> Analyzer<'a> {
                 // `Arc::clone(&peer)`, `Some(peer)`
                 let callee_is_clone = matches!(&*call.func, syn::Expr::Path(p)
                     if p.path.segments.last().is_some_and(|s| s.ident == "clone" || s.ident == "Some"));
-                callee_is_clone && call.args.first().is_some_and(|arg| self.is_peer_expr(arg))
+                // `peer_of(&state)`, `Self::peer(..)`: a function of this file returning a peer.
+                let returns_a_peer = matches!(&*call.func, syn::Expr::Path(p)
+                    if p.path.segments.last().is_some_and(|s| self.peer_functions.contains(&s.ident.to_string())));
+                returns_a_peer
+                    || (callee_is_clone
+                        && call.args.first().is_some_and(|arg| self.is_peer_expr(arg)))
             }
             _ => false,
         }
@@ -1052,6 +1062,15 @@ impl<'ast> Visit<'ast> for FieldCollector<'_, '_> {
         if let Some(ident) = &field.ident {
             if self.analyzer.is_peer_type(&field.ty) {
                 self.analyzer.peer_fields.insert(ident.to_string());
+            }
+        }
+    }
+
+    /// `fn peer(&self) -> Peer<RoleServer>` (or `Option<Peer<..>>`, ..): its calls are peers.
+    fn visit_signature(&mut self, sig: &'ast syn::Signature) {
+        if let syn::ReturnType::Type(_, ty) = &sig.output {
+            if self.analyzer.is_peer_type(ty) {
+                self.analyzer.peer_functions.insert(sig.ident.to_string());
             }
         }
     }
