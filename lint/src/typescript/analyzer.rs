@@ -10,7 +10,7 @@ use mcp_migrate_rules::{FixAvailability, RuleId};
 use oxc_ast::ast::{
     Argument, CallExpression, Expression, Function, MethodDefinition, NewExpression,
     ObjectExpression, ObjectProperty, ObjectPropertyKind, Program, StaticMemberExpression,
-    UnaryExpression, UnaryOperator,
+    SwitchCase, UnaryExpression, UnaryOperator,
 };
 use oxc_ast_visit::{walk, Visit};
 use oxc_span::{GetSpan, Span};
@@ -19,6 +19,7 @@ use oxc_syntax::scope::ScopeFlags;
 use rustc_hash::FxHashSet;
 
 use super::imports::Bindings;
+use super::security;
 use super::shapes::{byte_span, property, property_extent, static_string};
 use super::surface::{
     defines_sender, is_modern_callee, is_modern_receiver, is_send_callee, rule_help,
@@ -38,6 +39,7 @@ pub(super) fn lint_program(file: &Arc<SourceFile>, program: &Program<'_>) -> Vec
         modern_call: 0,
         unsent: FxHashSet::default(),
         function: None,
+        non_mrtr_handler: None,
     };
     analyzer.visit_program(program);
     let mut diagnostics = analyzer.diagnostics;
@@ -60,6 +62,10 @@ struct Analyzer<'f, 'b> {
     unsent: FxHashSet<u32>,
     /// The name of the innermost named function, method or object method being walked.
     function: Option<String>,
+    /// Inside the handler of a request other than `tools/call`, `resources/read` and
+    /// `prompts/get` (`setRequestHandler(ListToolsRequestSchema, ..)`, `case "tools/list":`):
+    /// how that method is written.
+    non_mrtr_handler: Option<String>,
 }
 
 impl Analyzer<'_, '_> {
@@ -281,6 +287,7 @@ impl Analyzer<'_, '_> {
     }
 
     fn object(&mut self, object: &ObjectExpression<'_>) {
+        self.security(object);
         let unsent = self.unsent.contains(&object.span.start);
         for kind in &object.properties {
             let ObjectPropertyKind::ObjectProperty(property) = kind else {
@@ -355,7 +362,133 @@ impl Analyzer<'_, '_> {
     }
 }
 
+/// The security and MRTR-shape rules (tests in [`security`]).
+impl Analyzer<'_, '_> {
+    fn security(&mut self, object: &ObjectExpression<'_>) {
+        for (span, name) in security::secret_properties(object) {
+            self.report(
+                RuleId::FormElicitationSecret,
+                span,
+                format!("form-mode elicitation asks for `{name}`; MCP forbids requesting secrets in form mode"),
+                "collect secrets out of band: a URL-mode elicitation (`mode: \"url\"`) to your own HTTPS page, or OAuth",
+                None,
+            );
+        }
+        self.url(object, false);
+        let input_required = property(object, "resultType")
+            .filter(|result| static_string(&result.value) == Some("input_required"));
+        if let Some(result) = input_required {
+            self.outside_mrtr(result.value.span(), "a hand-built `input_required` result");
+            self.request_state(object);
+        }
+    }
+
+    fn url(&mut self, object: &ObjectExpression<'_>, url_mode: bool) {
+        if let Some((span, problem)) = security::url_problem(object, url_mode) {
+            self.report(
+                RuleId::InsecureElicitationUrl,
+                span,
+                format!("insecure URL-mode elicitation: {problem}"),
+                "use `https://` and keep credentials, tokens and session ids out of the URL (bind them server-side)",
+                None,
+            );
+        }
+    }
+
+    /// The `requestState` of an `inputRequired({..})` spec or a hand-built result.
+    fn request_state(&mut self, object: &ObjectExpression<'_>) {
+        let Some(state) = property(object, "requestState") else {
+            return;
+        };
+        let plain = |name: &str| self.bindings.plain_values.contains(name);
+        if security::is_plain_state(&state.value, &plain) {
+            self.report(
+                RuleId::UnsignedRequestState,
+                state.value.span(),
+                "`requestState` is built from plain data with no seal or MAC; clients can forge it".into(),
+                "seal it: `createRequestStateCodec({ key })` (SDK 2.x), `codec.mint(payload)`, and `requestState: { verify: codec.verify }` in the server's options",
+                None,
+            );
+        }
+    }
+
+    fn outside_mrtr(&mut self, span: Span, what: &str) {
+        let Some(method) = self.non_mrtr_handler.clone() else {
+            return;
+        };
+        self.report(
+            RuleId::InputRequiredOutsideMrtr,
+            span,
+            format!("{what} in the handler of `{method}`: only `tools/call`, `resources/read` and `prompts/get` may answer `input_required`"),
+            "return a complete result here, or move the input request into the tool, prompt or resource handler",
+            None,
+        );
+    }
+
+    /// The method a `setRequestHandler(schema, ..)` call handles, for the MRTR rule: `Some(None)`
+    /// for `tools/call`, `resources/read`, `prompts/get`, `Some(Some(method))` for another
+    /// request, `None` when the call registers nothing the rule knows.
+    fn handled_method(&self, call: &CallExpression<'_>) -> Option<Option<String>> {
+        let Expression::StaticMemberExpression(member) = call.callee.get_inner_expression() else {
+            return None;
+        };
+        if member.property.name != "setRequestHandler" {
+            return None;
+        }
+        let schema = call.arguments.first()?.as_expression()?;
+        let method = match static_string(schema) {
+            Some(method) => method,
+            None => security::schema_method(self.bindings.sdk_name(schema)?)?,
+        };
+        Some((!security::is_mrtr_method(method)).then(|| method.to_owned()))
+    }
+
+    /// `inputRequired(..)` and `inputRequired.elicitUrl(..)` (SDK 2.x).
+    fn input_required_call(&mut self, call: &CallExpression<'_>) {
+        let is_builder = |callee: &Expression<'_>| {
+            matches!(callee.get_inner_expression(), Expression::Identifier(id) if id.name == "inputRequired")
+                || self.bindings.sdk_name(callee) == Some("inputRequired")
+        };
+        let first_object = match call.arguments.first().and_then(Argument::as_expression) {
+            Some(Expression::ObjectExpression(object)) => Some(&**object),
+            _ => None,
+        };
+        if is_builder(&call.callee) {
+            self.outside_mrtr(call.callee.span(), "`inputRequired(..)`");
+            if let Some(spec) = first_object {
+                self.request_state(spec);
+            }
+        } else if let Expression::StaticMemberExpression(member) =
+            call.callee.get_inner_expression()
+        {
+            if member.property.name == "elicitUrl" && is_builder(&member.object) {
+                if let Some(params) = first_object {
+                    self.url(params, true);
+                }
+            }
+        }
+    }
+}
+
 impl<'a> Visit<'a> for Analyzer<'_, '_> {
+    fn visit_switch_case(&mut self, it: &SwitchCase<'a>) {
+        // `case "tools/list":` in a hand-rolled router: its statements answer that method.
+        let method = it
+            .test
+            .as_ref()
+            .and_then(static_string)
+            .filter(|text| security::is_method_string(text));
+        match method {
+            Some(method) => {
+                let handled = (!security::is_mrtr_method(method)).then(|| method.to_owned());
+                let outer = std::mem::replace(&mut self.non_mrtr_handler, handled);
+                walk::walk_switch_case(self, it);
+                self.non_mrtr_handler = outer;
+            }
+            None => walk::walk_switch_case(self, it),
+        }
+    }
+
     fn visit_call_expression(&mut self, it: &CallExpression<'a>) {
         if let Expression::StaticMemberExpression(member) = it.callee.get_inner_expression() {
             self.method_call(it, member);
@@ -370,9 +503,17 @@ impl<'a> Visit<'a> for Analyzer<'_, '_> {
                 }
             }
         }
+        self.input_required_call(it);
         let modern = is_modern_callee(&it.callee);
         self.modern_call += usize::from(modern);
-        walk::walk_call_expression(self, it);
+        match self.handled_method(it) {
+            Some(handled) => {
+                let outer = std::mem::replace(&mut self.non_mrtr_handler, handled);
+                walk::walk_call_expression(self, it);
+                self.non_mrtr_handler = outer;
+            }
+            None => walk::walk_call_expression(self, it),
+        }
         self.modern_call -= usize::from(modern);
     }
 

@@ -45,6 +45,9 @@ pub struct Bindings {
     pub servers: FxHashSet<String>,
     /// Class fields (`this.x`) holding a `Server` / `McpServer`.
     pub server_fields: FxHashSet<String>,
+    /// Variables bound to plain serialised data (`const state = JSON.stringify(..)`), for
+    /// `unsigned-request-state`.
+    pub plain_values: FxHashSet<String>,
 }
 
 impl Bindings {
@@ -217,6 +220,9 @@ impl<'a> Visit<'a> for Collector<'_> {
                     || self.bindings.is_server_type(it.type_annotation.as_deref())
                 {
                     self.bindings.servers.insert(local.name.to_string());
+                }
+                if super::security::is_plain_state(init, &|_| false) {
+                    self.bindings.plain_values.insert(local.name.to_string());
                 }
             }
         } else if let BindingPattern::BindingIdentifier(local) = &it.id {
