@@ -11,7 +11,8 @@
 //! - [`conformance`]: the official conformance suite (install, run, judge against a baseline);
 //! - [`sdk_servers`]: legacy servers on the Python and TypeScript SDKs (installed once per run);
 //! - [`RedisServer`]: a real `redis-server` on a free loopback port (the Redis pause store);
-//! - [`packages`]: the linter's Python wheel and npm packages, built from the checkout and installed.
+//! - [`packages`]: the linter's Python wheel and npm packages, built from the checkout and installed;
+//! - [`tls`]: a test certificate authority and an HTTPS client, for the proxy's TLS front.
 
 mod build;
 pub mod command;
@@ -29,6 +30,8 @@ mod redis;
 mod schema;
 mod script;
 pub mod sdk_servers;
+pub mod tokens;
+pub mod tls;
 
 use std::future::Future;
 use std::time::Duration;
