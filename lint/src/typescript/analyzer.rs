@@ -8,9 +8,10 @@ use std::sync::Arc;
 
 use mcp_migrate_rules::{FixAvailability, RuleId};
 use oxc_ast::ast::{
-    Argument, CallExpression, Expression, Function, MethodDefinition, NewExpression,
-    ObjectExpression, ObjectProperty, ObjectPropertyKind, Program, StaticMemberExpression,
-    SwitchCase, UnaryExpression, UnaryOperator,
+    Argument, AssignmentExpression, BindingPattern, CallExpression, Expression, Function,
+    MethodDefinition, NewExpression, ObjectExpression, ObjectProperty, ObjectPropertyKind, Program,
+    PropertyDefinition, PropertyKey, StaticMemberExpression, SwitchCase, TSEnumMember,
+    UnaryExpression, UnaryOperator, VariableDeclarator,
 };
 use oxc_ast_visit::{walk, Visit};
 use oxc_span::{GetSpan, Span};
@@ -18,15 +19,18 @@ use oxc_syntax::scope::ScopeFlags;
 
 use rustc_hash::FxHashSet;
 
-use super::imports::Bindings;
+use super::imports::{holder_key, Bindings};
 use super::security;
 use super::shapes::{byte_span, property, property_extent, static_string};
 use super::surface::{
-    defines_sender, is_modern_callee, is_modern_receiver, is_send_callee, rule_help,
-    HANDLER_SCHEMAS, METHODS, SERVER_NAMES,
+    defines_handler, defines_sender, is_modern_callee, is_modern_receiver, is_send_callee,
+    rule_help, HANDLER_SCHEMAS, METHODS, SERVER_NAMES,
 };
 use crate::diagnostic::{Diagnostic, SourceFile};
 use crate::fix::{Edit, Fix};
+use crate::rust::words;
+
+mod security_rules;
 
 /// Lints a parsed program.
 pub(super) fn lint_program(file: &Arc<SourceFile>, program: &Program<'_>) -> Vec<Diagnostic> {
@@ -40,6 +44,7 @@ pub(super) fn lint_program(file: &Arc<SourceFile>, program: &Program<'_>) -> Vec
         unsent: FxHashSet::default(),
         function: None,
         non_mrtr_handler: None,
+        code_definitions: FxHashSet::default(),
     };
     analyzer.visit_program(program);
     let mut diagnostics = analyzer.diagnostics;
@@ -66,6 +71,10 @@ struct Analyzer<'f, 'b> {
     /// `prompts/get` (`setRequestHandler(ListToolsRequestSchema, ..)`, `case "tools/list":`):
     /// how that method is written.
     non_mrtr_handler: Option<String>,
+    /// The start of each `-32042` that defines the code under its name (`enum ErrorCode {
+    /// UrlElicitationRequired = -32042 }`, compiled `E[E["UrlElicitationRequired"] = -32042]`,
+    /// `{ UrlElicitationRequired: -32042 }`): the SDK's own definitions, bundled or not.
+    code_definitions: FxHashSet<u32>,
 }
 
 impl Analyzer<'_, '_> {
@@ -99,6 +108,30 @@ impl Analyzer<'_, '_> {
             // `this.#server` (a private field).
             Expression::PrivateFieldExpression(member) => {
                 self.is_server_field(&member.object, member.field.name.as_str())
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether an expression is a binding or `this` field holding the SDK's `Client`.
+    fn is_client(&self, expression: &Expression<'_>) -> bool {
+        match expression.get_inner_expression() {
+            Expression::Identifier(identifier) => {
+                self.bindings.clients.contains(identifier.name.as_str())
+            }
+            Expression::StaticMemberExpression(member) => {
+                matches!(member.object, Expression::ThisExpression(_))
+                    && self
+                        .bindings
+                        .client_fields
+                        .contains(member.property.name.as_str())
+            }
+            Expression::PrivateFieldExpression(member) => {
+                matches!(member.object, Expression::ThisExpression(_))
+                    && self
+                        .bindings
+                        .client_fields
+                        .contains(member.field.name.as_str())
             }
             _ => false,
         }
@@ -160,6 +193,13 @@ impl Analyzer<'_, '_> {
                 "log to stderr or through OpenTelemetry",
                 None,
             ),
+            "setLoggingLevel" if self.is_client(receiver) => self.report(
+                RuleId::DeprecatedLogging,
+                span,
+                "`setLoggingLevel` sends `logging/setLevel`: protocol logging is deprecated in MCP 2026-07-28".into(),
+                "drop the call; read the server's stderr or its OpenTelemetry signals",
+                None,
+            ),
             "createElicitationCompletionNotifier" if distinctive => self.report(
                 RuleId::ElicitationCompleteNotification,
                 span,
@@ -174,7 +214,12 @@ impl Analyzer<'_, '_> {
                 // SDK 2.x registers handlers by method string.
                 if let Some(method) = static_string(schema) {
                     let handled = METHODS.iter().find(|(m, _, request)| *m == method && !request);
-                    if let Some((_, Some(rule), _)) = handled {
+                    // The SDK's own registration of the handler (a bundled SDK) is not a use.
+                    let defined = self
+                        .function
+                        .as_deref()
+                        .is_some_and(|function| defines_handler(function, method));
+                    if let (Some((_, Some(rule), _)), false) = (handled, defined) {
                         self.report(
                             *rule,
                             schema.span(),
@@ -259,30 +304,68 @@ impl Analyzer<'_, '_> {
             let Some(capabilities) = property(options, "capabilities") else {
                 continue;
             };
-            let Expression::ObjectExpression(capabilities) =
+            if let Expression::ObjectExpression(capabilities) =
                 capabilities.value.get_inner_expression()
-            else {
-                continue;
-            };
-            let Some(logging) = property(capabilities, "logging") else {
-                continue;
-            };
-            let fix = Fix::new(
-                FixAvailability::Unsafe,
-                "remove the `logging` capability",
-                vec![Edit::delete(property_extent(
-                    &self.file.text,
-                    capabilities,
-                    logging,
-                ))],
-            );
+            {
+                self.logging_in(capabilities);
+            }
+        }
+    }
+
+    /// The `logging` key of a capabilities object literal.
+    fn logging_in(&mut self, capabilities: &ObjectExpression<'_>) {
+        let Some(logging) = property(capabilities, "logging") else {
+            return;
+        };
+        let fix = Fix::new(
+            FixAvailability::Unsafe,
+            "remove the `logging` capability",
+            vec![Edit::delete(property_extent(
+                &self.file.text,
+                capabilities,
+                logging,
+            ))],
+        );
+        self.report(
+            RuleId::DeprecatedLogging,
+            logging.key.span(),
+            "the `logging` capability makes the server accept `logging/setLevel` and send `notifications/message`, deprecated in MCP 2026-07-28".into(),
+            "drop the capability and log to stderr or through OpenTelemetry",
+            Some(fix),
+        );
+    }
+
+    /// `caps.logging = {}` / `this.#capabilities.logging = {}` on a capabilities object given
+    /// to a `Server` / `McpServer` in this file (fastmcp fills it in before `new Server(..)`).
+    fn logging_assigned(&mut self, assignment: &AssignmentExpression<'_>) {
+        let Some(member) = assignment.left.as_member_expression() else {
+            return;
+        };
+        let Some((span, "logging")) = member.static_property_info() else {
+            return;
+        };
+        if holder_key(member.object())
+            .is_some_and(|key| self.bindings.capability_holders.contains(&key))
+        {
             self.report(
                 RuleId::DeprecatedLogging,
-                logging.key.span(),
+                span,
                 "the `logging` capability makes the server accept `logging/setLevel` and send `notifications/message`, deprecated in MCP 2026-07-28".into(),
                 "drop the capability and log to stderr or through OpenTelemetry",
-                Some(fix),
+                None,
             );
+        }
+    }
+
+    /// `const caps = { logging: {} }` / `#capabilities = { logging: {} }` of a capabilities
+    /// object given to a `Server` / `McpServer` by name.
+    fn holder_initialized(&mut self, key: String, init: Option<&Expression<'_>>) {
+        if let Some(Expression::ObjectExpression(capabilities)) =
+            init.map(Expression::get_inner_expression)
+        {
+            if self.bindings.capability_holders.contains(&key) {
+                self.logging_in(capabilities);
+            }
         }
     }
 
@@ -362,115 +445,57 @@ impl Analyzer<'_, '_> {
     }
 }
 
-/// The security and MRTR-shape rules (tests in [`security`]).
-impl Analyzer<'_, '_> {
-    fn security(&mut self, object: &ObjectExpression<'_>) {
-        for (span, name) in security::secret_properties(object) {
-            self.report(
-                RuleId::FormElicitationSecret,
-                span,
-                format!("form-mode elicitation asks for `{name}`; MCP forbids requesting secrets in form mode"),
-                "collect secrets out of band: a URL-mode elicitation (`mode: \"url\"`) to your own HTTPS page, or OAuth",
-                None,
-            );
-        }
-        self.url(object, false);
-        let input_required = property(object, "resultType")
-            .filter(|result| static_string(&result.value) == Some("input_required"));
-        if let Some(result) = input_required {
-            self.outside_mrtr(result.value.span(), "a hand-built `input_required` result");
-            self.request_state(object);
-        }
-    }
-
-    fn url(&mut self, object: &ObjectExpression<'_>, url_mode: bool) {
-        if let Some((span, problem)) = security::url_problem(object, url_mode) {
-            self.report(
-                RuleId::InsecureElicitationUrl,
-                span,
-                format!("insecure URL-mode elicitation: {problem}"),
-                "use `https://` and keep credentials, tokens and session ids out of the URL (bind them server-side)",
-                None,
-            );
-        }
-    }
-
-    /// The `requestState` of an `inputRequired({..})` spec or a hand-built result.
-    fn request_state(&mut self, object: &ObjectExpression<'_>) {
-        let Some(state) = property(object, "requestState") else {
-            return;
-        };
-        let plain = |name: &str| self.bindings.plain_values.contains(name);
-        if security::is_plain_state(&state.value, &plain) {
-            self.report(
-                RuleId::UnsignedRequestState,
-                state.value.span(),
-                "`requestState` is built from plain data with no seal or MAC; clients can forge it".into(),
-                "seal it: `createRequestStateCodec({ key })` (SDK 2.x), `codec.mint(payload)`, and `requestState: { verify: codec.verify }` in the server's options",
-                None,
-            );
-        }
-    }
-
-    fn outside_mrtr(&mut self, span: Span, what: &str) {
-        let Some(method) = self.non_mrtr_handler.clone() else {
-            return;
-        };
-        self.report(
-            RuleId::InputRequiredOutsideMrtr,
-            span,
-            format!("{what} in the handler of `{method}`: only `tools/call`, `resources/read` and `prompts/get` may answer `input_required`"),
-            "return a complete result here, or move the input request into the tool, prompt or resource handler",
-            None,
-        );
-    }
-
-    /// The method a `setRequestHandler(schema, ..)` call handles, for the MRTR rule: `Some(None)`
-    /// for `tools/call`, `resources/read`, `prompts/get`, `Some(Some(method))` for another
-    /// request, `None` when the call registers nothing the rule knows.
-    fn handled_method(&self, call: &CallExpression<'_>) -> Option<Option<String>> {
-        let Expression::StaticMemberExpression(member) = call.callee.get_inner_expression() else {
-            return None;
-        };
-        if member.property.name != "setRequestHandler" {
-            return None;
-        }
-        let schema = call.arguments.first()?.as_expression()?;
-        let method = match static_string(schema) {
-            Some(method) => method,
-            None => security::schema_method(self.bindings.sdk_name(schema)?)?,
-        };
-        Some((!security::is_mrtr_method(method)).then(|| method.to_owned()))
-    }
-
-    /// `inputRequired(..)` and `inputRequired.elicitUrl(..)` (SDK 2.x).
-    fn input_required_call(&mut self, call: &CallExpression<'_>) {
-        let is_builder = |callee: &Expression<'_>| {
-            matches!(callee.get_inner_expression(), Expression::Identifier(id) if id.name == "inputRequired")
-                || self.bindings.sdk_name(callee) == Some("inputRequired")
-        };
-        let first_object = match call.arguments.first().and_then(Argument::as_expression) {
-            Some(Expression::ObjectExpression(object)) => Some(&**object),
-            _ => None,
-        };
-        if is_builder(&call.callee) {
-            self.outside_mrtr(call.callee.span(), "`inputRequired(..)`");
-            if let Some(spec) = first_object {
-                self.request_state(spec);
-            }
-        } else if let Expression::StaticMemberExpression(member) =
-            call.callee.get_inner_expression()
-        {
-            if member.property.name == "elicitUrl" && is_builder(&member.object) {
-                if let Some(params) = first_object {
-                    self.url(params, true);
-                }
-            }
-        }
-    }
+/// The start of `value` when it is `-32042` bound to a name that says so
+/// (`UrlElicitationRequired`, `URL_ELICITATION_REQUIRED`).
+fn code_definition(name: Option<&str>, value: &Expression<'_>) -> Option<u32> {
+    let Expression::UnaryExpression(unary) = value.get_inner_expression() else {
+        return None;
+    };
+    let is_code = unary.operator == UnaryOperator::UnaryNegation
+        && matches!(&unary.argument, Expression::NumericLiteral(number) if number.value == 32042.0);
+    (is_code && words::words(name?) == ["url", "elicitation", "required"])
+        .then_some(unary.span.start)
 }
 
 impl<'a> Visit<'a> for Analyzer<'_, '_> {
+    fn visit_assignment_expression(&mut self, it: &AssignmentExpression<'a>) {
+        self.logging_assigned(it);
+        let name = it
+            .left
+            .as_member_expression()
+            .and_then(|member| member.static_property_name());
+        self.code_definitions
+            .extend(code_definition(name, &it.right));
+        walk::walk_assignment_expression(self, it);
+    }
+
+    fn visit_ts_enum_member(&mut self, it: &TSEnumMember<'a>) {
+        if let Some(initializer) = &it.initializer {
+            let name = it.id.static_name();
+            self.code_definitions
+                .extend(code_definition(Some(name.as_str()), initializer));
+        }
+        walk::walk_ts_enum_member(self, it);
+    }
+
+    fn visit_variable_declarator(&mut self, it: &VariableDeclarator<'a>) {
+        if let BindingPattern::BindingIdentifier(local) = &it.id {
+            self.holder_initialized(local.name.to_string(), it.init.as_ref());
+        }
+        walk::walk_variable_declarator(self, it);
+    }
+
+    fn visit_property_definition(&mut self, it: &PropertyDefinition<'a>) {
+        let key = match &it.key {
+            PropertyKey::PrivateIdentifier(private) => Some(format!("this.#{}", private.name)),
+            key => key.static_name().map(|name| format!("this.{name}")),
+        };
+        if let Some(key) = key {
+            self.holder_initialized(key, it.value.as_ref());
+        }
+        walk::walk_property_definition(self, it);
+    }
+
     fn visit_switch_case(&mut self, it: &SwitchCase<'a>) {
         // `case "tools/list":` in a hand-rolled router: its statements answer that method.
         let method = it
@@ -528,6 +553,11 @@ impl<'a> Visit<'a> for Analyzer<'_, '_> {
     }
 
     fn visit_object_property(&mut self, it: &ObjectProperty<'a>) {
+        if !it.computed {
+            let name = it.key.static_name();
+            self.code_definitions
+                .extend(code_definition(name.as_deref(), &it.value));
+        }
         let inputs = !it.computed && it.key.static_name().as_deref() == Some("inputRequests");
         self.input_requests += usize::from(inputs);
         let is_function = matches!(
@@ -578,7 +608,10 @@ impl<'a> Visit<'a> for Analyzer<'_, '_> {
     }
 
     fn visit_unary_expression(&mut self, it: &UnaryExpression<'a>) {
-        if it.operator == UnaryOperator::UnaryNegation && self.bindings.uses_sdk {
+        if it.operator == UnaryOperator::UnaryNegation
+            && self.bindings.uses_sdk
+            && !self.code_definitions.contains(&it.span.start)
+        {
             if let Expression::NumericLiteral(number) = &it.argument {
                 if number.value == 32042.0 {
                     self.report(

@@ -30,8 +30,8 @@ mod redis;
 mod schema;
 mod script;
 pub mod sdk_servers;
-pub mod tokens;
 pub mod tls;
+pub mod tokens;
 
 use std::future::Future;
 use std::time::Duration;
