@@ -359,11 +359,11 @@ impl Analyzer<'_, '_> {
 
     /// `const caps = { logging: {} }` / `#capabilities = { logging: {} }` of a capabilities
     /// object given to a `Server` / `McpServer` by name.
-    fn holder_initialized(&mut self, key: String, init: Option<&Expression<'_>>) {
+    fn holder_initialized(&mut self, key: &str, init: Option<&Expression<'_>>) {
         if let Some(Expression::ObjectExpression(capabilities)) =
             init.map(Expression::get_inner_expression)
         {
-            if self.bindings.capability_holders.contains(&key) {
+            if self.bindings.capability_holders.contains(key) {
                 self.logging_in(capabilities);
             }
         }
@@ -480,18 +480,20 @@ impl<'a> Visit<'a> for Analyzer<'_, '_> {
 
     fn visit_variable_declarator(&mut self, it: &VariableDeclarator<'a>) {
         if let BindingPattern::BindingIdentifier(local) = &it.id {
-            self.holder_initialized(local.name.to_string(), it.init.as_ref());
+            self.holder_initialized(local.name.as_str(), it.init.as_ref());
         }
         walk::walk_variable_declarator(self, it);
     }
 
     fn visit_property_definition(&mut self, it: &PropertyDefinition<'a>) {
-        let key = match &it.key {
-            PropertyKey::PrivateIdentifier(private) => Some(format!("this.#{}", private.name)),
-            key => key.static_name().map(|name| format!("this.{name}")),
-        };
-        if let Some(key) = key {
-            self.holder_initialized(key, it.value.as_ref());
+        if !self.bindings.capability_holders.is_empty() {
+            let key = match &it.key {
+                PropertyKey::PrivateIdentifier(private) => Some(format!("this.#{}", private.name)),
+                key => key.static_name().map(|name| format!("this.{name}")),
+            };
+            if let Some(key) = key {
+                self.holder_initialized(&key, it.value.as_ref());
+            }
         }
         walk::walk_property_definition(self, it);
     }
@@ -518,14 +520,20 @@ impl<'a> Visit<'a> for Analyzer<'_, '_> {
         if let Expression::StaticMemberExpression(member) = it.callee.get_inner_expression() {
             self.method_call(it, member);
         }
-        if !is_send_callee(&it.callee) {
-            for argument in &it.arguments {
-                if let Some(Expression::ObjectExpression(object)) = argument
-                    .as_expression()
-                    .map(Expression::get_inner_expression)
-                {
-                    self.unsent.insert(object.span.start);
-                }
+        // The callee's name is only read for a call given an object literal.
+        let mut objects = it.arguments.iter().filter_map(|argument| {
+            match argument
+                .as_expression()
+                .map(Expression::get_inner_expression)
+            {
+                Some(Expression::ObjectExpression(object)) => Some(object.span.start),
+                _ => None,
+            }
+        });
+        if let Some(first) = objects.next() {
+            if !is_send_callee(&it.callee) {
+                self.unsent.insert(first);
+                self.unsent.extend(objects);
             }
         }
         self.input_required_call(it);
@@ -553,7 +561,7 @@ impl<'a> Visit<'a> for Analyzer<'_, '_> {
     }
 
     fn visit_object_property(&mut self, it: &ObjectProperty<'a>) {
-        if !it.computed {
+        if !it.computed && matches!(it.value, Expression::UnaryExpression(_)) {
             let name = it.key.static_name();
             self.code_definitions
                 .extend(code_definition(name.as_deref(), &it.value));

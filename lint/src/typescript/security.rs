@@ -4,11 +4,28 @@
 //! `resources/read` and `prompts/get`. Syntax-only tests on object literals and calls; the
 //! analyzer decides where they apply (see `docs/lint/typescript.md`).
 
-use oxc_ast::ast::{Argument, Expression, ObjectExpression};
+use oxc_ast::ast::{Argument, Expression, ObjectExpression, ObjectPropertyKind, PropertyKey};
 use oxc_span::{GetSpan, Span};
 
 use super::shapes::{property, static_string};
 use crate::rust::words;
+
+/// Whether an object literal has a non-computed key among `keys` (one scan of its properties,
+/// without building names).
+pub(super) fn has_key(object: &ObjectExpression<'_>, keys: &[&str]) -> bool {
+    object.properties.iter().any(|kind| {
+        let ObjectPropertyKind::ObjectProperty(field) = kind else {
+            return false;
+        };
+        let name = match &field.key {
+            _ if field.computed => return false,
+            PropertyKey::StaticIdentifier(identifier) => identifier.name.as_str(),
+            PropertyKey::StringLiteral(literal) => literal.value.as_str(),
+            _ => return false,
+        };
+        keys.contains(&name)
+    })
+}
 
 /// The methods that may answer `input_required` (MRTR).
 const MRTR_METHODS: &[&str] = &["tools/call", "resources/read", "prompts/get"];
@@ -34,7 +51,7 @@ pub(super) fn secret_properties(object: &ObjectExpression<'_>) -> Vec<(Span, Str
         .properties
         .iter()
         .filter_map(|kind| {
-            let oxc_ast::ast::ObjectPropertyKind::ObjectProperty(field) = kind else {
+            let ObjectPropertyKind::ObjectProperty(field) = kind else {
                 return None;
             };
             let name = field.key.static_name()?;
@@ -82,9 +99,9 @@ fn url_text(expression: &Expression<'_>) -> Option<String> {
 
 /// Whether a `requestState` value is built from plain data, with no seal or MAC: a string or
 /// template literal, `JSON.stringify(..)`, `btoa(..)`, `Buffer.from(..)` and `.toString(..)` /
-/// `String(..)` of one, or (`is_plain_binding`) a variable bound to one. A call whose name says
-/// it seals (`seal`, `sign`, `hmac`, `encrypt`, `mint`, `mac`, `aead`: `codec.mint(..)`) is not
-/// plain; neither is a value the linter cannot see into (a parameter, a field, another call).
+/// `String(..)` of one, or (`is_plain_binding`) a variable bound to one. Any other call (a
+/// sealing one such as `codec.mint(..)` or `signState(..)`) is not plain; neither is a value the
+/// linter cannot see into (a parameter, a field).
 pub(super) fn is_plain_state(
     value: &Expression<'_>,
     is_plain_binding: &dyn Fn(&str) -> bool,
@@ -100,9 +117,6 @@ pub(super) fn is_plain_state(
                 }
                 _ => return false,
             };
-            if seals(name) {
-                return false;
-            }
             match (receiver.map(Expression::get_inner_expression), name) {
                 (Some(Expression::Identifier(object)), "stringify") => object.name == "JSON",
                 (Some(Expression::Identifier(object)), "from") => object.name == "Buffer",
@@ -121,16 +135,6 @@ pub(super) fn is_plain_state(
         }
         _ => false,
     }
-}
-
-/// Whether a function name says it seals or signs (its camelCase or snake_case words).
-fn seals(name: &str) -> bool {
-    words::words(name).iter().any(|word| {
-        ["seal", "sign", "hmac", "encrypt", "mint"]
-            .iter()
-            .any(|prefix| word.starts_with(prefix))
-            || matches!(word.as_str(), "mac" | "aead")
-    })
 }
 
 /// Whether a string has the shape of a protocol method (`tools/list`, `initialize`, `ping`):
@@ -168,7 +172,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn method_strings_and_sealing_names() {
+    fn method_strings() {
         for method in [
             "tools/list",
             "completion/complete",
@@ -179,19 +183,6 @@ mod tests {
         }
         for name in ["multi_request", "get-weather", "a//b", "tools/list2"] {
             assert!(!is_method_string(name), "{name}");
-        }
-        for name in [
-            "mint",
-            "sealJson",
-            "sign_state",
-            "hmacState",
-            "encrypt",
-            "toMac",
-        ] {
-            assert!(seals(name), "{name}");
-        }
-        for name in ["stringify", "design", "toString", "machine"] {
-            assert!(!seals(name), "{name}");
         }
     }
 }
