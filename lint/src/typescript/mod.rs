@@ -72,20 +72,8 @@ pub fn lint_file(file: &Arc<SourceFile>) -> Vec<Diagnostic> {
         diagnostic.label = Some("too deep".into());
         return vec![diagnostic];
     }
-    ARENA.with_borrow_mut(|allocator| {
-        // The arena keeps its largest block: the next file's tree reuses its pages.
-        allocator.reset();
-        lint_parsed(file, allocator)
-    })
-}
-
-thread_local! {
-    /// One oxc arena per thread, reused from file to file.
-    static ARENA: std::cell::RefCell<Allocator> = std::cell::RefCell::new(Allocator::default());
-}
-
-fn lint_parsed(file: &Arc<SourceFile>, allocator: &Allocator) -> Vec<Diagnostic> {
-    let parsed = Parser::new(allocator, &file.text, source_type(&file.path)).parse();
+    let allocator = Allocator::default();
+    let parsed = Parser::new(&allocator, &file.text, source_type(&file.path)).parse();
     if let Some(error) = parsed.diagnostics.first() {
         let offset = error
             .labels
