@@ -1,6 +1,24 @@
-# Helpers shared by the proxy's load benchmarks (sourced by proxy_load.sh, sdk_backends.sh and
-# credentials.sh).
-# They use the caller's LOGS (a folder) and PIDS (an array of the processes to stop on exit).
+# Helpers shared by the benchmarks: the proxy's load benchmarks (proxy_load.sh, sdk_backends.sh
+# and credentials.sh: start_listening, wait_healthy, busy_cores, wait_quiet, which use the caller's
+# LOGS, a folder, and PIDS, an array of the processes to stop on exit) and the linter's
+# real-project benchmarks (lint-real-projects.sh and lint-typescript.sh: lint_bench_setup).
+
+# The setup of a linter benchmark against ripgrep: installs ripgrep and hyperfine if missing,
+# builds the linter (release) and times a copy of it, so that other builds in this checkout do
+# not swap the binary mid-run. Run from the repository root; sets LINT (the copy's path).
+lint_bench_setup() {
+    local sudo= missing=()
+    [ "$(id -u)" -eq 0 ] || sudo=sudo
+    command -v rg >/dev/null || missing+=(ripgrep)
+    command -v hyperfine >/dev/null || missing+=(hyperfine)
+    if [ ${#missing[@]} -gt 0 ]; then
+        $sudo apt-get install -y "${missing[@]}" || { $sudo apt-get update && $sudo apt-get install -y "${missing[@]}"; }
+    fi
+    mkdir -p bench/work/bin
+    cargo build --release -p cargo-mcp-lint
+    cp "${CARGO_TARGET_DIR:-target}/release/cargo-mcp-lint" bench/work/bin/cargo-mcp-lint
+    LINT=bench/work/bin/cargo-mcp-lint
+}
 
 # Starts "$@" in the background with stdout to $1.out / stderr to $1.err (first arg = log name);
 # waits (START_TRIES x 0.1 s, default 100) for its "listening on URL" line; sets STARTED_PID and

@@ -25,7 +25,10 @@ const FIXED: &[(&str, &[&str])] = &[
     ("unused-suppression", &["src/positive.rs"]),
     // TypeScript/JavaScript: the front-end's own fixes, and package.json's SDK move.
     ("typescript/deprecated-include-context", &["positive.ts"]),
-    ("typescript/deprecated-logging", &["positive.ts"]),
+    (
+        "typescript/deprecated-logging",
+        &["positive.ts", "positive_capabilities.ts"],
+    ),
     ("typescript/legacy-sdk-version", &["package.json"]),
     ("typescript/unused-suppression", &["positive.ts"]),
     // Python: the include_context fix, the SDK bumps, an unused `#` suppression.
