@@ -148,5 +148,9 @@ fn every_rule_pages_typescript_example_reports_its_rule() {
         );
         checked += 1;
     }
-    assert!(checked >= 12, "only {checked} examples checked");
+    assert_eq!(
+        checked,
+        mcp_migrate_rules::RULES.len(),
+        "every rule page has a TypeScript example that reports its rule"
+    );
 }
