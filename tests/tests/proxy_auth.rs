@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use mcp_migrate_tests::support::legacy_post::{bearer, legacy_initialize, legacy_post};
 use mcp_migrate_tests::support::protected::{AuthSdk, ProtectedServer, ALICE_TOKEN, BOB_TOKEN};
-use mcp_migrate_tests::support::{within, Backend, Proxy, ProxyOptions, RawClient};
+use mcp_migrate_tests::support::{within, Backend, Proxy, ProxyOptions, RawClient, Script};
 use serde_json::{json, Value};
 
 const LIMIT: Duration = Duration::from_secs(240);
@@ -183,18 +183,7 @@ async fn a_paused_call_resumes_as_its_user_only(sdk: AuthSdk) {
             !state.contains(ALICE_TOKEN),
             "no credential in requestState"
         );
-        let answers: serde_json::Map<String, Value> = requests
-            .as_object()
-            .expect("inputRequests")
-            .keys()
-            .map(|key| {
-                (
-                    key.clone(),
-                    json!({"action": "accept", "content": {"name": "Alice"}}),
-                )
-            })
-            .collect();
-        let answers = Value::Object(answers);
+        let answers = Script::default().answer_all(requests).unwrap();
         let stolen = bob
             .retry_tool("ask_name", json!({}), answers.clone(), Some(state))
             .await;

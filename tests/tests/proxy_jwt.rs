@@ -11,8 +11,8 @@ use std::time::Duration;
 use mcp_migrate_tests::support::legacy_post::{bearer, legacy_initialize, legacy_post};
 use mcp_migrate_tests::support::protected::{AuthSdk, ProtectedServer};
 use mcp_migrate_tests::support::tokens::{jwks, TokenIssuer};
-use mcp_migrate_tests::support::{within, Backend, Proxy, ProxyOptions, RawClient};
-use serde_json::{json, Value};
+use mcp_migrate_tests::support::{within, Backend, Proxy, ProxyOptions, RawClient, Script};
+use serde_json::json;
 
 const LIMIT: Duration = Duration::from_secs(240);
 const ISSUER: &str = "https://auth.example.com";
@@ -34,23 +34,6 @@ fn jwt_flags(jwks: &str, more: &[&str]) -> Vec<String> {
     .collect();
     flags.extend(more.iter().map(|flag| (*flag).to_owned()));
     flags
-}
-
-/// Accepts every input request of `requests` with the form `{"name": name}`.
-fn answer_all(requests: &Value, name: &str) -> Value {
-    Value::Object(
-        requests
-            .as_object()
-            .expect("inputRequests")
-            .keys()
-            .map(|key| {
-                (
-                    key.clone(),
-                    json!({"action": "accept", "content": {"name": name}}),
-                )
-            })
-            .collect(),
-    )
 }
 
 /// The proxy's own refusal of a token: 401, `error="invalid_token"` with why, no JSON-RPC
@@ -122,7 +105,7 @@ async fn a_refreshed_token_resumes_its_users_paused_call() {
         let first = alice.call_tool("ask_name", json!({})).await;
         let (requests, state) = first.input_required();
         assert!(!state.contains(&alice_token), "no token in requestState");
-        let answers = answer_all(requests, "Alice");
+        let answers = Script::default().answer_all(requests).unwrap();
         let stolen = bob
             .retry_tool("ask_name", json!({}), answers.clone(), Some(state))
             .await;
@@ -211,7 +194,7 @@ async fn a_token_the_legacy_server_refuses_at_the_retry_is_a_clear_401() {
             .with_authorization(&bearer(&old.token(ISSUER, AUDIENCE, "alice", 600)));
         let first = alice.call_tool("ask_name", json!({})).await;
         let (requests, state) = first.input_required();
-        let answers = answer_all(requests, "Alice");
+        let answers = Script::default().answer_all(requests).unwrap();
         let unknown_to_the_server = RawClient::new(proxy.url())
             .with_authorization(&bearer(&new.token(ISSUER, AUDIENCE, "alice", 600)));
         let refused = unknown_to_the_server
@@ -271,7 +254,7 @@ async fn a_jwks_url_is_fetched_again_for_a_new_key() {
             .with_authorization(&bearer(&first.token(ISSUER, AUDIENCE, "bob", 600)));
         let paused = alice.call_tool("ask_name", json!({})).await;
         let (requests, state) = paused.input_required();
-        let answers = answer_all(requests, "Alice");
+        let answers = Script::default().answer_all(requests).unwrap();
         let stolen = bob
             .retry_tool("ask_name", json!({}), answers.clone(), Some(state))
             .await;

@@ -13,8 +13,9 @@ use mcp_migrate_tests::support::legacy_clients::{LegacyRun, LegacySdk, LegacyTar
 use mcp_migrate_tests::support::tls::{HttpsClient, ServerCert, TestCa};
 use mcp_migrate_tests::support::{
     binaries_async, wait_until, within, Backend, LegacyHttpServer, Proxy, ProxyOptions, RawClient,
+    Script,
 };
-use serde_json::{json, Value};
+use serde_json::json;
 
 const LIMIT: Duration = Duration::from_secs(240);
 
@@ -52,22 +53,6 @@ async fn tls_proxy(legacy: &LegacyHttpServer, cert: &ServerCert, https: &HttpsCl
     proxy
 }
 
-/// `{key: accept Alice}` for every input request of an `input_required` result.
-fn accept_alice(requests: &Value) -> Value {
-    let answers: serde_json::Map<String, Value> = requests
-        .as_object()
-        .expect("inputRequests")
-        .keys()
-        .map(|key| {
-            (
-                key.clone(),
-                json!({"action": "accept", "content": {"name": "Alice"}}),
-            )
-        })
-        .collect();
-    Value::Object(answers)
-}
-
 /// A 2026-07-28 call that pauses and resumes, a legacy (`initialize`) session of the TypeScript
 /// SDK 1.x client, `/healthz`, `/readyz` and `/metrics`: all over HTTPS, ALPN `http/1.1`, with
 /// the certificate given.
@@ -90,7 +75,12 @@ async fn a_call_and_a_legacy_session_over_https() {
             .send(&url, &raw.tool_request("ask_name", json!({})))
             .await;
         let (requests, state) = first.input_required();
-        let retry = raw.retry_request("ask_name", json!({}), accept_alice(requests), Some(state));
+        let retry = raw.retry_request(
+            "ask_name",
+            json!({}),
+            Script::default().answer_all(requests).unwrap(),
+            Some(state),
+        );
         let resumed = connection.send(&url, &retry).await;
         assert_eq!(resumed.status, 200, "{resumed:#?}");
         assert_eq!(resumed.text(), "Hello, Alice!", "{resumed:#?}");
@@ -201,7 +191,7 @@ async fn sighup_serves_a_new_certificate_to_new_connections() {
             .send(&url, &raw.tool_request("ask_name", json!({})))
             .await;
         let (requests, state) = paused.input_required();
-        let answers = accept_alice(requests);
+        let answers = Script::default().answer_all(requests).unwrap();
 
         let second = ca.issue();
         let (cert_pem, key_pem) = (
