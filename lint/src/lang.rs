@@ -15,8 +15,9 @@ pub struct FrontEnd {
     /// with the pre-filter on, it is not parsed.
     pub may_match: fn(&[u8]) -> bool,
     /// Lints one file: its findings, with their fixes attached; a file that does not parse is
-    /// `unparsable-file`.
-    pub lint_file: fn(&Arc<SourceFile>) -> Vec<Diagnostic>,
+    /// `unparsable-file`. The flag is the run's pre-filter switch: a front-end that skips, inside
+    /// a file, what cannot match (TypeScript's top-level statements) parses everything without it.
+    pub lint_file: fn(&Arc<SourceFile>, bool) -> Vec<Diagnostic>,
 }
 
 /// A source language with a front-end.
@@ -65,7 +66,7 @@ impl Language {
             }),
             Language::Python => Some(FrontEnd {
                 may_match: crate::python::may_match,
-                lint_file: crate::python::lint_file,
+                lint_file: |file, _| crate::python::lint_file(file),
             }),
             Language::Rust => None,
         }
@@ -104,15 +105,15 @@ impl ManifestKind {
         match self {
             ManifestKind::PackageJson => Some(FrontEnd {
                 may_match: crate::typescript::package_json::may_match,
-                lint_file: crate::typescript::package_json::lint_file,
+                lint_file: |file, _| crate::typescript::package_json::lint_file(file),
             }),
             ManifestKind::Pyproject => Some(FrontEnd {
                 may_match: crate::python::manifest::may_match,
-                lint_file: crate::python::manifest::lint_pyproject,
+                lint_file: |file, _| crate::python::manifest::lint_pyproject(file),
             }),
             ManifestKind::Requirements => Some(FrontEnd {
                 may_match: crate::python::manifest::may_match,
-                lint_file: crate::python::manifest::lint_requirements,
+                lint_file: |file, _| crate::python::manifest::lint_requirements(file),
             }),
         }
     }

@@ -251,7 +251,7 @@ pub fn lint_other_source(
     other_front_end(path)
         .map(|(front_end, kind)| {
             let file = SourceFile::new(display.to_path_buf(), text);
-            lint_with_front_end(&file, front_end, kind, path, config).diagnostics
+            lint_with_front_end(&file, front_end, kind, path, config, true).diagnostics
         })
         .unwrap_or_default()
 }
@@ -322,7 +322,7 @@ fn lint_other_languages(
         .into_par_iter()
         .with_max_len(1)
         .map(|(file, front_end, kind, path)| {
-            lint_with_front_end(&file, front_end, kind, &path, config)
+            lint_with_front_end(&file, front_end, kind, &path, config, use_prefilter)
         })
         .collect();
     results.extend(linted);
@@ -335,8 +335,9 @@ fn lint_with_front_end(
     kind: SourceKind,
     path: &Path,
     config: &Config,
+    use_prefilter: bool,
 ) -> FileResult {
-    let diagnostics = (front_end.lint_file)(file);
+    let diagnostics = (front_end.lint_file)(file, use_prefilter);
     finish(file, kind, diagnostics, path, config, None)
 }
 

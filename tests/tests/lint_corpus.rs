@@ -307,9 +307,10 @@ fn score(which: &Corpus) {
     );
 }
 
-/// The pre-filters (files without a trigger word, and top-level items without one) skip only
-/// what cannot be reported: on the real projects and on every rule fixture, the findings are
-/// those of a full parse of every file.
+/// The pre-filters (files without a trigger word; Rust items and TypeScript/JavaScript top-level
+/// statements without one, `lint/src/typescript/statements.rs`) skip only what cannot be
+/// reported: on the real projects and on every rule fixture (`typescript/statement-filter/` holds
+/// the statement splitter's look-alikes), the findings are those of a full parse of every file.
 #[test]
 fn prefilters_change_no_finding() {
     for dir in [

@@ -116,9 +116,10 @@ fn truncated_and_corrupted_typescript_never_panics() {
     .unwrap();
     let mut linted = 0;
     for path in targets.sources.iter().chain(&targets.package_manifests) {
-        let lint: fn(&std::sync::Arc<SourceFile>) -> Vec<_> =
+        // With the statement filter (`true`) and without.
+        let lint: fn(&std::sync::Arc<SourceFile>, bool) -> Vec<_> =
             if path.extension().is_some_and(|e| e == "json") {
-                cargo_mcp_lint::typescript::package_json::lint_file
+                |file, _| cargo_mcp_lint::typescript::package_json::lint_file(file)
             } else {
                 cargo_mcp_lint::typescript::lint_file
             };
@@ -128,12 +129,16 @@ fn truncated_and_corrupted_typescript_never_panics() {
             .filter(|i| text.is_char_boundary(*i))
             .collect();
         for cut in cuts {
-            let _ = lint(&SourceFile::new(path.clone(), text[..cut].to_owned()));
+            let truncated = SourceFile::new(path.clone(), text[..cut].to_owned());
             let mut corrupted = text.clone();
             if let Some(position) = corrupted[cut..].find(['(', '{', '[', '"', '`']) {
                 corrupted.replace_range(cut + position..cut + position + 1, "}");
             }
-            let _ = lint(&SourceFile::new(path.clone(), corrupted));
+            let corrupted = SourceFile::new(path.clone(), corrupted);
+            for filter in [true, false] {
+                let _ = lint(&truncated, filter);
+                let _ = lint(&corrupted, filter);
+            }
             linted += 2;
         }
     }

@@ -123,8 +123,16 @@ impl Imports {
     /// The dotted name `expr` stands for, if its first name is imported: `types.X` →
     /// `mcp.types.X`. A name that is not imported resolves to nothing.
     pub fn resolve(&self, expr: &Expr) -> Option<String> {
-        let (root, attributes) = super::bindings::split_chain(expr)?;
-        let mut out = self.names.get(root)?.clone();
+        // Most chains are rooted at no import: find the root before collecting the attributes.
+        let mut root = expr;
+        while let Expr::Attribute(attribute) = root {
+            root = &attribute.value;
+        }
+        let Expr::Name(name) = root else {
+            return None;
+        };
+        let mut out = self.names.get(name.id.as_str())?.clone();
+        let (_, attributes) = super::bindings::split_chain(expr)?;
         for attribute in attributes.iter().rev() {
             out.push('.');
             out.push_str(attribute);

@@ -32,8 +32,17 @@ use crate::rust::words;
 
 mod security_rules;
 
+/// What the walk of a program found, and the names whose bindings it relied on.
+pub(super) struct Walked {
+    pub diagnostics: Vec<Diagnostic>,
+    /// The names the file binds to the SDK, and the variables read as plain data by
+    /// `unsigned-request-state`: a statement left out of the parse that spells one of them may
+    /// bind it (see `typescript::statements`).
+    pub relied_on: Vec<String>,
+}
+
 /// Lints a parsed program.
-pub(super) fn lint_program(file: &Arc<SourceFile>, program: &Program<'_>) -> Vec<Diagnostic> {
+pub(super) fn lint_program(file: &Arc<SourceFile>, program: &Program<'_>) -> Walked {
     let bindings = Bindings::collect(program);
     let mut analyzer = Analyzer {
         file,
@@ -45,13 +54,20 @@ pub(super) fn lint_program(file: &Arc<SourceFile>, program: &Program<'_>) -> Vec
         function: None,
         non_mrtr_handler: None,
         code_definitions: FxHashSet::default(),
+        plain_reads: Vec::new(),
     };
     analyzer.visit_program(program);
     let mut diagnostics = analyzer.diagnostics;
     // One finding per rule per position (a call reached twice, e.g. through an optional chain).
     diagnostics.sort_by_key(|d| (d.span.start, d.rule));
     diagnostics.dedup_by_key(|d| (d.span.start, d.rule));
-    diagnostics
+    let mut relied_on = analyzer.plain_reads;
+    relied_on.extend(bindings.names.keys().cloned());
+    relied_on.extend(bindings.namespaces.iter().cloned());
+    Walked {
+        diagnostics,
+        relied_on,
+    }
 }
 
 struct Analyzer<'f, 'b> {
@@ -75,6 +91,9 @@ struct Analyzer<'f, 'b> {
     /// UrlElicitationRequired = -32042 }`, compiled `E[E["UrlElicitationRequired"] = -32042]`,
     /// `{ UrlElicitationRequired: -32042 }`): the SDK's own definitions, bundled or not.
     code_definitions: FxHashSet<u32>,
+    /// The variables a `requestState` value was looked up as (in
+    /// [`Bindings::plain_values`]).
+    plain_reads: Vec<String>,
 }
 
 impl Analyzer<'_, '_> {

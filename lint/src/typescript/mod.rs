@@ -7,6 +7,7 @@ mod imports;
 pub mod package_json;
 mod security;
 mod shapes;
+mod statements;
 mod surface;
 
 use std::path::Path;
@@ -48,7 +49,12 @@ const TRIGGERS: &[&str] = &[
 pub fn may_match(bytes: &[u8]) -> bool {
     static FINDER: std::sync::LazyLock<aho_corasick::AhoCorasick> =
         std::sync::LazyLock::new(|| {
-            aho_corasick::AhoCorasick::new(TRIGGERS).expect("the trigger words build a searcher")
+            // Leftmost-first lets aho-corasick search with its SIMD searcher, as
+            // `prefilter.rs` explains; whether anything matches is the same.
+            aho_corasick::AhoCorasick::builder()
+                .match_kind(aho_corasick::MatchKind::LeftmostFirst)
+                .build(TRIGGERS)
+                .expect("the trigger words build a searcher")
         });
     FINDER.is_match(bytes)
 }
@@ -59,8 +65,9 @@ pub fn source_type(path: &Path) -> SourceType {
 }
 
 /// Lints one TypeScript or JavaScript file. A syntax error becomes an `unparsable-file` finding
-/// with oxc's message and position.
-pub fn lint_file(file: &Arc<SourceFile>) -> Vec<Diagnostic> {
+/// with oxc's message and position. With `use_prefilter`, only the top-level statements that can
+/// match are parsed ([`statements`]) when that is safe; the findings are those of the whole file.
+pub fn lint_file(file: &Arc<SourceFile>, use_prefilter: bool) -> Vec<Diagnostic> {
     if let Some(offset) = too_deep(&file.text) {
         let mut diagnostic = syntax_error_at(file, offset, "");
         diagnostic.message = format!(
@@ -72,8 +79,16 @@ pub fn lint_file(file: &Arc<SourceFile>) -> Vec<Diagnostic> {
         diagnostic.label = Some("too deep".into());
         return vec![diagnostic];
     }
+    let source_type = source_type(&file.path);
+    if use_prefilter && !source_type.is_jsx() {
+        if let Some(diagnostics) =
+            statements::mask(&file.text).and_then(|masked| lint_masked(file, &masked, source_type))
+        {
+            return diagnostics;
+        }
+    }
     let allocator = Allocator::default();
-    let parsed = Parser::new(&allocator, &file.text, source_type(&file.path)).parse();
+    let parsed = Parser::new(&allocator, &file.text, source_type).parse();
     if let Some(error) = parsed.diagnostics.first() {
         let offset = error
             .labels
@@ -84,7 +99,34 @@ pub fn lint_file(file: &Arc<SourceFile>) -> Vec<Diagnostic> {
     if parsed.panicked {
         return vec![syntax_error_at(file, 0, "the parser gave up on this file")];
     }
-    analyzer::lint_program(file, &parsed.program)
+    analyzer::lint_program(file, &parsed.program).diagnostics
+}
+
+/// Lints the kept statements of a file; `None` when the whole file must be parsed instead: the
+/// blanked text does not parse, or the walk relied on a name that a skipped statement spells
+/// (it may bind it). A file whose module kind oxc infers from its contents is parsed as a module:
+/// the `import`/`export` that made it one may have been blanked, and code that parses both ways
+/// means the same in both (what parses only as a script falls back to the whole file).
+fn lint_masked(
+    file: &Arc<SourceFile>,
+    masked: &statements::Masked,
+    source_type: SourceType,
+) -> Option<Vec<Diagnostic>> {
+    let source_type = if source_type.is_unambiguous() {
+        source_type.with_module(true)
+    } else {
+        source_type
+    };
+    let allocator = Allocator::default();
+    let parsed = Parser::new(&allocator, &masked.text, source_type).parse();
+    if parsed.panicked || !parsed.diagnostics.is_empty() {
+        return None;
+    }
+    let walked = analyzer::lint_program(file, &parsed.program);
+    let unsure = walked.relied_on.iter().any(|name| {
+        masked.sdk_names.binary_search(name).is_err() && masked.skipped_mention(&file.text, name)
+    });
+    (!unsure).then_some(walked.diagnostics)
 }
 
 /// The most member accesses (`.`) one statement may chain: the walk recurses once per access.

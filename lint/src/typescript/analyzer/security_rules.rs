@@ -52,8 +52,14 @@ impl Analyzer<'_, '_> {
         let Some(state) = property(object, "requestState") else {
             return;
         };
-        let plain = |name: &str| self.bindings.plain_values.contains(name);
-        if security::is_plain_state(&state.value, &plain) {
+        let reads = std::cell::RefCell::new(Vec::new());
+        let plain = |name: &str| {
+            reads.borrow_mut().push(name.to_owned());
+            self.bindings.plain_values.contains(name)
+        };
+        let is_plain = security::is_plain_state(&state.value, &plain);
+        self.plain_reads.extend(reads.into_inner());
+        if is_plain {
             self.report(
                 RuleId::UnsignedRequestState,
                 state.value.span(),

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Scores `cargo-mcp-lint` and PyPI `mcp-migrate` on the Python real-project corpus, side by side.
+"""Scores `cargo-mcp-lint` and PyPI `mcp-migrate` on a real-project corpus, side by side.
 
-Usage: python3 bench/python_corpus_compare.py CORPUS LINT_BINARY MCP_MIGRATE_BINARY
+Usage: python3 bench/corpus_compare.py [--language python|typescript] CORPUS LINT_BINARY MCP_MIGRATE_BINARY
 
-CORPUS is the directory `tests/corpus/fetch-python.sh` fills; the ground truth is
-`tests/corpus/python-ground-truth.txt` (expect / accept / forbid, see its header). Each tool runs on
+CORPUS is the directory the language's fetch script fills (`tests/corpus/fetch-python.sh`, the
+default, or `tests/corpus/typescript/fetch.sh`); the ground truth is that corpus's
+(`tests/corpus/python-ground-truth.txt` or `tests/corpus/typescript/ground-truth.txt`: expect /
+accept / forbid, see its header). Each tool runs on
 each package directory. mcp-migrate's rules are mapped onto the catalogue (R006 -> legacy-sse-
 transport, R007 -> deprecated-roots/-sampling/-logging, R012 -> deprecated-logging, R013 ->
 legacy-resource-subscription, R017/R018 -> server-initiated-request); its other rules (Mcp-Session-Id,
@@ -21,7 +23,10 @@ import sys
 from collections import Counter
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TRUTH = os.path.join(HERE, "..", "tests", "corpus", "python-ground-truth.txt")
+TRUTHS = {
+    "python": os.path.join(HERE, "..", "tests", "corpus", "python-ground-truth.txt"),
+    "typescript": os.path.join(HERE, "..", "tests", "corpus", "typescript", "ground-truth.txt"),
+}
 WINDOW = 3
 MAPPING = {
     "R006": ["legacy-sse-transport"],
@@ -33,9 +38,9 @@ MAPPING = {
 }
 
 
-def ground_truth():
+def ground_truth(language):
     entries = []
-    for line in open(TRUTH, encoding="utf-8"):
+    for line in open(TRUTHS[language], encoding="utf-8"):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
@@ -105,8 +110,12 @@ def score(found, truth):
 
 
 def main():
-    corpus, lint_binary, migrate_binary = sys.argv[1:4]
-    truth = ground_truth()
+    arguments = sys.argv[1:]
+    language = "python"
+    if arguments[:1] == ["--language"]:
+        language, arguments = arguments[1], arguments[2:]
+    corpus, lint_binary, migrate_binary = arguments[:3]
+    truth = ground_truth(language)
     rows = []
     for name, (found, other) in [
         ("cargo-mcp-lint", lint_findings(corpus, lint_binary)),
