@@ -16,6 +16,12 @@
 //! without `Connection: close`), as [`super::http_client`] does for hyper's connections; a kept
 //! connection the server closed meanwhile is noticed before it is reused.
 //!
+//! Delayed ACKs: whenever a response is incomplete and the connection waits for the rest,
+//! `TCP_QUICKACK` is set, which also sends the ACK the kernel was holding, so a legacy server with
+//! Nagle's algorithm on does not hold its next segment for 40 ms (see
+//! [`super::http_client::quickack`]). A response that arrives whole needs no ACK from us before
+//! the next request (which carries it): no system call for it.
+//!
 //! Malformed or truncated input (a bad head, a bad chunk size, a missing CRLF, a connection that
 //! ends mid-body) is an `io::Error` from the body (`InvalidData`, `UnexpectedEof`), never a panic;
 //! every line buffered while waiting is bounded.
@@ -113,6 +119,10 @@ impl CallConnections {
             if buf.len() > MAX_HEAD {
                 return Err(invalid("the response head is too large").into());
             }
+            if !buf.is_empty() {
+                // Part of the head came and the rest is awaited: acknowledge it now.
+                quickack(&stream);
+            }
             buf.reserve(READ_CHUNK);
             if stream.read_buf(&mut buf).await? == 0 {
                 return Err(io::Error::new(
@@ -121,7 +131,6 @@ impl CallConnections {
                 )
                 .into());
             }
-            quickack(&stream);
         }
     }
 
@@ -546,6 +555,8 @@ impl Body for CallBody {
             };
             match stream.poll_read_ready(cx) {
                 Poll::Pending => {
+                    // The body waits for more: acknowledge what came at once.
+                    quickack(stream);
                     this.shrink();
                     return Poll::Pending;
                 }
@@ -565,7 +576,7 @@ impl Body for CallBody {
                         "the connection closed in the middle of the response body",
                     ));
                 }
-                Ok(_) => quickack(stream),
+                Ok(_) => {}
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
                 Err(error) => return this.fail(error),
             }
