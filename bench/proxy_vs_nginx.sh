@@ -114,7 +114,7 @@ free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1
 cpu_ticks() {
     local pid
     for pid in "$@"; do sed 's/^.*) //' "/proc/$pid/stat"; done \
-        | awk '{ user += $12; system += $13 } END { print user + 0, system + 0 }'
+        | awk '{ user += $12; kernel += $13 } END { print user + 0, kernel + 0 }'
 }
 # Context switches (voluntary + involuntary) of every thread of the processes given.
 switches() {
@@ -141,7 +141,8 @@ open_session() { # URL → prints the Mcp-Session-Id of an initialized legacy se
     echo "$session"
 }
 start_nginx() { # SDK UPSTREAM_HOSTPORT
-    local sdk=$1 upstream=$2 dir=$ROOT/$OUT/nginx-$1 port
+    local sdk=$1 upstream=$2 dir port
+    dir=$(realpath -m "$OUT/nginx-$1")
     port=$(free_port)
     mkdir -p "$dir"
     cat >"$dir/nginx.conf" <<EOF
