@@ -1,5 +1,24 @@
-# Helpers shared by the proxy's load benchmarks (sourced by proxy_load.sh and sdk_backends.sh).
-# They use the caller's LOGS (a folder) and PIDS (an array of the processes to stop on exit).
+# Helpers shared by the benchmarks: the proxy's load benchmarks (proxy_load.sh, sdk_backends.sh
+# and credentials.sh: start_listening, wait_healthy, busy_cores, wait_quiet, which use the caller's
+# LOGS, a folder, and PIDS, an array of the processes to stop on exit) and the linter's
+# real-project benchmarks (lint-real-projects.sh and lint-typescript.sh: lint_bench_setup).
+
+# The setup of a linter benchmark against ripgrep: installs ripgrep and hyperfine if missing,
+# builds the linter (release) and times a copy of it, so that other builds in this checkout do
+# not swap the binary mid-run. Run from the repository root; sets LINT (the copy's path).
+lint_bench_setup() {
+    local sudo= missing=()
+    [ "$(id -u)" -eq 0 ] || sudo=sudo
+    command -v rg >/dev/null || missing+=(ripgrep)
+    command -v hyperfine >/dev/null || missing+=(hyperfine)
+    if [ ${#missing[@]} -gt 0 ]; then
+        $sudo apt-get install -y "${missing[@]}" || { $sudo apt-get update && $sudo apt-get install -y "${missing[@]}"; }
+    fi
+    mkdir -p bench/work/bin
+    cargo build --release -p cargo-mcp-lint
+    cp "${CARGO_TARGET_DIR:-target}/release/cargo-mcp-lint" bench/work/bin/cargo-mcp-lint
+    LINT=bench/work/bin/cargo-mcp-lint
+}
 
 # Starts "$@" in the background with stdout to $1.out / stderr to $1.err (first arg = log name);
 # waits (START_TRIES x 0.1 s, default 100) for its "listening on URL" line; sets STARTED_PID and
@@ -63,4 +82,28 @@ wait_quiet() {
         [ "$waited" = 0 ] && echo "  (waiting for the machine to be quiet: $busy cores busy)" >&2
         waited=$((waited + 1))
     done
+}
+
+# NET=quickack needs root, unshare and ip: exits with an error otherwise.
+check_quickack() {
+    if [ "$(id -u)" -ne 0 ] || ! command -v unshare >/dev/null || ! command -v ip >/dev/null; then
+        echo "error: NET=quickack needs root, unshare and ip (or run with NET=host)" >&2
+        exit 2
+    fi
+}
+
+# Inside `unshare -n`: the loopback up, with `quickack 1` on its routes (ACK at once instead of
+# delaying up to 40 ms).
+quickack_loopback() {
+    ip link set lo up
+    ip route change local 127.0.0.0/8 dev lo table local proto kernel scope host src 127.0.0.1 quickack 1
+    ip route change local 127.0.0.1 dev lo table local proto kernel scope host src 127.0.0.1 quickack 1
+}
+
+# Stops the processes in PIDS (TERM, half a second, then KILL): a benchmark's EXIT trap.
+stop_started() {
+    local pid
+    for pid in "${PIDS[@]:-}"; do [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null || true; done
+    sleep 0.5
+    for pid in "${PIDS[@]:-}"; do [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null || true; done
 }

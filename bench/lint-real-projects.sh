@@ -15,22 +15,10 @@ WORK=bench/work
 CORPUS=$WORK/corpus
 RUNS=${RUNS:-30}
 WARMUP=${WARMUP:-3}
-mkdir -p "$WORK/bin"
-
-SUDO=
-[ "$(id -u)" -eq 0 ] || SUDO=sudo
-missing=()
-command -v rg >/dev/null || missing+=(ripgrep)
-command -v hyperfine >/dev/null || missing+=(hyperfine)
-if [ ${#missing[@]} -gt 0 ]; then
-    $SUDO apt-get install -y "${missing[@]}" || { $SUDO apt-get update && $SUDO apt-get install -y "${missing[@]}"; }
-fi
+source bench/lib.sh
 
 bash tests/corpus/fetch.sh "$CORPUS"
-cargo build --release -p cargo-mcp-lint
-# Time a copy: other builds in this checkout must not swap the binary mid-run.
-cp "${CARGO_TARGET_DIR:-target}/release/cargo-mcp-lint" "$WORK/bin/cargo-mcp-lint"
-LINT=$WORK/bin/cargo-mcp-lint
+lint_bench_setup
 
 # The union of the pre-filter's lists, read from its source so that the floor follows the linter.
 sed -n '/pub const [A-Z_]*TRIGGERS/,/^];/p' lint/src/prefilter.rs |

@@ -12,21 +12,10 @@ WORK=bench/work
 CORPUS=$WORK/corpus-typescript
 RUNS=${RUNS:-30}
 WARMUP=${WARMUP:-3}
-mkdir -p "$WORK/bin"
-
-SUDO=
-[ "$(id -u)" -eq 0 ] || SUDO=sudo
-missing=()
-command -v rg >/dev/null || missing+=(ripgrep)
-command -v hyperfine >/dev/null || missing+=(hyperfine)
-if [ ${#missing[@]} -gt 0 ]; then
-    $SUDO apt-get install -y "${missing[@]}" || { $SUDO apt-get update && $SUDO apt-get install -y "${missing[@]}"; }
-fi
+source bench/lib.sh
 
 bash tests/corpus/typescript/fetch.sh "$CORPUS"
-cargo build --release -p cargo-mcp-lint
-cp "${CARGO_TARGET_DIR:-target}/release/cargo-mcp-lint" "$WORK/bin/cargo-mcp-lint"
-LINT=$WORK/bin/cargo-mcp-lint
+lint_bench_setup
 
 # The front-end's trigger words and the manifest's package name, read from the source.
 {

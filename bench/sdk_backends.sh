@@ -52,11 +52,11 @@ BIN=target/release
 NET=${NET:-quickack}
 mkdir -p "$LOGS"
 
+# start_listening, wait_healthy, check_quickack, quickack_loopback, stop_started
+source bench/lib.sh
+
 if [ "$NET" = quickack ] && [ -z "${SDK_BENCH_INNER:-}" ]; then
-    if [ "$(id -u)" -ne 0 ] || ! command -v unshare >/dev/null || ! command -v ip >/dev/null; then
-        echo "error: NET=quickack needs root, unshare and ip (or run with NET=host)" >&2
-        exit 2
-    fi
+    check_quickack
     # The build and installs first, on the machine's network.
     if [ "${NO_BUILD:-0}" != 1 ]; then
         cargo build --release -p mcp-mrtr-proxy -p mcp-legacy-conformance-server >&2
@@ -66,20 +66,11 @@ if [ "$NET" = quickack ] && [ -z "${SDK_BENCH_INNER:-}" ]; then
     exec unshare -n env SDK_BENCH_INNER=1 NO_BUILD=1 bash "$0"
 fi
 if [ "$NET" = quickack ] && [ -z "${INSTALL_ONLY:-}" ]; then
-    ip link set lo up
-    # `quickack 1` on the loopback routes: ACK at once instead of delaying up to 40 ms.
-    ip route change local 127.0.0.0/8 dev lo table local proto kernel scope host src 127.0.0.1 quickack 1
-    ip route change local 127.0.0.1 dev lo table local proto kernel scope host src 127.0.0.1 quickack 1
+    quickack_loopback
 fi
 
 PIDS=()
-cleanup() {
-    local pid
-    for pid in "${PIDS[@]:-}"; do [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null || true; done
-    sleep 0.5
-    for pid in "${PIDS[@]:-}"; do [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null || true; done
-}
-trap cleanup EXIT
+trap stop_started EXIT
 trap 'exit 130' INT TERM
 
 section() { printf '\n== %s\n' "$*" >&2; }
@@ -117,8 +108,7 @@ if [ ! -f "$UPLIFT_DIR/src/cli.js" ]; then
 fi
 [ -n "${INSTALL_ONLY:-}" ] && exit 0
 
-# start_listening, wait_healthy (a Python server needs more than 10 s on a busy machine)
-source bench/lib.sh
+# A Python server needs more than 10 s to start on a busy machine.
 START_TRIES=300
 
 # ----- servers: one legacy server per SDK, one proxy in front of each -------------------------

@@ -25,7 +25,10 @@ const FIXED: &[(&str, &[&str])] = &[
     ("unused-suppression", &["src/positive.rs"]),
     // TypeScript/JavaScript: the front-end's own fixes, and package.json's SDK move.
     ("typescript/deprecated-include-context", &["positive.ts"]),
-    ("typescript/deprecated-logging", &["positive.ts"]),
+    (
+        "typescript/deprecated-logging",
+        &["positive.ts", "positive_capabilities.ts"],
+    ),
     ("typescript/legacy-sdk-version", &["package.json"]),
     ("typescript/unused-suppression", &["positive.ts"]),
     // Python: the include_context fix, the SDK bumps, an unused `#` suppression.
@@ -318,6 +321,146 @@ fn scaffold_prints_the_mrtr_shape_of_the_handler_at_a_line() {
     }
 }
 
+/// The line of `needle` in the workspace file `path`, as `path:LINE`.
+fn location_of(path: &str, needle: &str) -> String {
+    let source = std::fs::read_to_string(workspace_root().join(path)).unwrap();
+    let line = source.lines().position(|l| l.contains(needle)).unwrap() + 1;
+    format!("{path}:{line}")
+}
+
+#[test]
+fn scaffold_of_a_tool_returning_a_string_wraps_its_value() {
+    const RETURN_TYPES: &str =
+        "tests/fixtures/lint/server-initiated-request/src/positive_return_types.rs";
+    // `async fn ask_name(&self, ctx: RequestContext<RoleServer>) -> String` calling
+    // `ctx.peer.create_elicitation(..)`: the line of the request itself, as a finding names it.
+    let location = location_of(RETURN_TYPES, "ctx.peer.create_elicitation(");
+    let output = lint_in(&workspace_root(), &["--scaffold", &location]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let scaffold = text(&output.stdout);
+    for expected in [
+        "async fn ask_name(",
+        "-> Result<rmcp::model::CallToolResponse, rmcp::ErrorData>",
+        "mrtr::done::<String>(",
+    ] {
+        assert!(scaffold.contains(expected), "{expected}: {scaffold}");
+    }
+    assert!(syn::parse_file(&scaffold).is_ok(), "the scaffold parses");
+}
+
+/// Requests in a macro's arguments, a request future used as a value, a `ServerRequest` sent by
+/// hand and the legacy -32042 error: each rewritten in place.
+#[test]
+fn scaffolds_rewrite_requests_in_macros_futures_sent_requests_and_the_url_error() {
+    const POSITIVE: &str = "tests/fixtures/lint/server-initiated-request/src/positive.rs";
+    const ROUNDS: &str = "tests/fixtures/lint/server-initiated-request/src/positive_rounds.rs";
+    const SAMPLING: &str = "tests/fixtures/lint/deprecated-sampling/src/positive.rs";
+    const ROOTS: &str = "tests/fixtures/lint/deprecated-roots/src/positive.rs";
+    const LEGACY: &str = "tests/legacy-server/src/main.rs";
+    for (location, expected) in [
+        // `with_deadline!(30, peer.create_elicitation_with_timeout(..))`: the macro awaits a
+        // future that is ready with the answer.
+        (
+            location_of(POSITIVE, "let window = with_deadline!("),
+            vec![
+                "let window = with_deadline!(",
+                "std::future::ready(match rounds.answer(\"preflight.elicitation.3\")",
+            ],
+        ),
+        // `matches!(peer.elicit::<T>(..).await, ..)` in a helper: hoisted, the pattern kept.
+        (
+            location_of(ROUNDS, "matches!(peer.elicit::<Project>"),
+            vec![
+                "let elicitation_1 = match rounds.answer(\"confirm_step.elicitation.1\")",
+                "Ok(matches!(elicitation_1, Ok(Some(_))))",
+            ],
+        ),
+        // `format!("..", context.peer.list_roots().await)`: hoisted before the statement.
+        (
+            location_of(ROOTS, "let scope = format!("),
+            vec!["let scope = format!(\"searching {:?}\", roots_2);"],
+        ),
+        // `join_all(vec![peer.create_message(..), ..])`: ready futures, a round each.
+        (
+            location_of(SAMPLING, "let replies = futures::future::join_all"),
+            vec!["vec![std::future::ready(sampling_1), std::future::ready(sampling_2)]"],
+        ),
+        // `peer.send_request(request)` of a `ServerRequest` built into a binding.
+        (
+            location_of(SAMPLING, "pub async fn ask_model_raw("),
+            vec![
+                "Some(answer) => mrtr::client_result(&request, answer),",
+                "mrtr::input_request(request)?",
+            ],
+        ),
+        // `return Err(McpError::url_elicitation_required(..));`: a URL-mode input request.
+        (
+            location_of(LEGACY, "async fn open_vault("),
+            vec![
+                "if rounds.answer(\"open_vault.elicitation.1\").is_none() {",
+                "rmcp::model::ElicitRequestParams::UrlElicitationParams",
+                "url: (\"https://vault.example.com/authorize\").to_string(),",
+            ],
+        ),
+    ] {
+        let output = lint_in(&workspace_root(), &["--scaffold", &location]);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{location}: {}",
+            text(&output.stderr)
+        );
+        let scaffold = text(&output.stdout);
+        for expected in expected {
+            assert!(
+                scaffold.contains(expected),
+                "{location}: `{expected}` in\n{scaffold}"
+            );
+        }
+        assert!(syn::parse_file(&scaffold).is_ok(), "{location}: parses");
+    }
+}
+
+#[test]
+fn scaffold_refusals_name_their_reason() {
+    const BACKGROUND: &str =
+        "tests/fixtures/lint/server-initiated-request/src/positive_background.rs";
+    const POSITIVE: &str = "tests/fixtures/lint/server-initiated-request/src/positive.rs";
+    const SAMPLING: &str = "tests/fixtures/lint/deprecated-sampling/src/positive.rs";
+    const SHAPES: &str = "tests/fixtures/lint/real-project-shapes/src/positive.rs";
+    for (location, reason) in [
+        (
+            location_of(POSITIVE, "let ask = |p: Peer<RoleServer>|"),
+            "`ask_each`: the request inside a closure is not rewritten",
+        ),
+        (
+            location_of(SAMPLING, "async fn polish_later("),
+            "`polish_later`: the request inside `spawn(..)` runs in a task of its own, which \
+             outlives the call: it answers no client request",
+        ),
+        (
+            location_of(SHAPES, "pub async fn forward("),
+            "`forward`: the request inside a `ServerRequest::CustomRequest` is not rewritten",
+        ),
+        (
+            location_of(BACKGROUND, "pub async fn ask_current("),
+            "`ask_current` answers no client request",
+        ),
+        (
+            location_of(BACKGROUND, "pub fn start_nightly("),
+            "ask for the input in the next tool call's arguments instead, or drop the feature",
+        ),
+    ] {
+        let output = lint_in(&workspace_root(), &["--scaffold", &location]);
+        assert_eq!(output.status.code(), Some(2), "{location}");
+        assert!(
+            text(&output.stderr).contains(reason),
+            "{location}: {}",
+            text(&output.stderr)
+        );
+    }
+}
+
 #[test]
 fn fix_with_scaffolds_writes_them_beside_the_handlers() {
     let dir = tempfile::tempdir().unwrap();
@@ -332,19 +475,24 @@ fn fix_with_scaffolds_writes_them_beside_the_handlers() {
     let stderr = text(&output.stderr);
     assert!(
         stderr.contains(
-            "src/main.mrtr.rs (4 handler(s): ask_name, confirm_delete, connect_account, ask_twice)"
+            "src/main.mrtr.rs (9 handler(s): ask_name, confirm_delete, connect_account, \
+             open_vault, summarize, list_workspace_roots, ask_twice, ask_three, rounds)"
         ),
         "{stderr}"
     );
-    // `ask_three` runs its requests inside `tokio::join!`: said, not guessed.
-    assert!(stderr.contains("ask_three"), "{stderr}");
     let written = std::fs::read_to_string(dir.path().join("src/main.mrtr.rs")).unwrap();
     assert!(syn::parse_file(&written).is_ok());
+    // The helpers the handlers share are written once, in their MRTR form.
+    for helper in ["async fn sample(", "async fn fetch_roots("] {
+        assert_eq!(written.matches(helper).count(), 1, "{helper}");
+    }
+    // One impl per original impl: the tools' and `fault_router`'s (`rounds`).
     assert_eq!(
         written.matches("impl FixtureServer").count(),
-        1,
+        2,
         "one impl per original impl"
     );
+    assert_eq!(written.matches("#[tool_router]").count(), 1);
 }
 
 /// The pre-filters (skipped files, blanked items, cut `let`s and `use`s) change no fix: the fixes

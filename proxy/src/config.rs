@@ -53,6 +53,15 @@ pub struct Args {
     #[arg(long)]
     pub stdio: bool,
 
+    /// Serve the HTTP front over TLS with this PEM certificate chain (leaf first; with
+    /// --tls-key). Re-read on SIGHUP: new connections get the new certificate
+    #[arg(long, value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The PEM private key (PKCS#8, PKCS#1 or SEC1) of --tls-cert. Re-read on SIGHUP
+    #[arg(long, value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+
     /// Where paused calls are recorded (and the generated state key): a directory (sled, one
     /// process), or `redis://HOST:PORT/DB` shared by several instances (give them all the same
     /// --state-key-file and each its --advertise URL)
@@ -140,6 +149,56 @@ pub struct Args {
     /// discovery documents the proxy relays
     #[arg(long, value_name = "URL")]
     pub public_url: Option<String>,
+
+    /// What names a caller (the owner of its paused calls and legacy sessions): `digest` (of its
+    /// `Authorization` and --forward-header values: a new token is a new caller) or `jwt` (the
+    /// verified access token's issuer and subject: a refreshed token is the same caller; a
+    /// token that does not verify gets 401 invalid_token). `jwt` needs --jwks, --issuer and
+    /// --audience
+    #[arg(long, value_enum, default_value = "digest", value_name = "MODE")]
+    pub principal: crate::jwt::PrincipalMode,
+
+    /// The authorization server's signing keys (a JWKS document) for --principal jwt: a file,
+    /// or an http:// URL (fetched with a 10 s bound); read again when a token names a key id
+    /// it does not hold (at most once per --jwks-refetch-interval) and every hour
+    #[arg(long, value_name = "FILE|URL")]
+    pub jwks: Option<String>,
+
+    /// The `iss` every access token must carry (--principal jwt)
+    #[arg(long, value_name = "ISSUER")]
+    pub issuer: Option<String>,
+
+    /// The `aud` every access token must include (--principal jwt), e.g. the proxy's public URL
+    #[arg(long, value_name = "AUDIENCE")]
+    pub audience: Option<String>,
+
+    /// The least time between two reads of the JWKS for an unknown key id
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub jwks_refetch_interval: Duration,
+
+    /// The proxy is the OAuth resource server (for a legacy server without auth of its own, e.g.
+    /// a stdio server put online): a request to the MCP endpoint without a valid bearer token
+    /// gets 401 with `WWW-Authenticate: Bearer resource_metadata=...`, and the proxy serves its
+    /// own RFC 9728 metadata. Needs --principal jwt (--jwks, --issuer, --audience) and
+    /// --authorization-server; the metadata names --public-url (default: the listening address)
+    #[arg(long)]
+    pub require_auth: bool,
+
+    /// An authorization server clients get tokens from, listed in the proxy's protected-resource
+    /// metadata (--require-auth; repeatable)
+    #[arg(long = "authorization-server", value_name = "URL")]
+    pub authorization_servers: Vec<String>,
+
+    /// A scope every access token must carry, listed in the proxy's protected-resource metadata
+    /// (--require-auth; repeatable; a token without it gets 403 insufficient_scope)
+    #[arg(long = "scope", value_name = "SCOPE")]
+    pub scopes: Vec<String>,
+
+    /// Listen on a non-loopback address without --require-auth: the legacy server
+    /// authenticates its callers itself (the proxy forwards their credentials), or the network
+    /// is trusted. Without it (or --require-auth) the proxy refuses to start on such an address
+    #[arg(long)]
+    pub allow_unauthenticated: bool,
 
     /// A root to answer `roots/list` with when the legacy server asks outside any call (repeatable)
     #[arg(long = "root", value_name = "URI")]
@@ -601,6 +660,10 @@ mod tests {
             "HOST" => "proxy.example.com",
             "FILTER" => "debug",
             "NAME" => "X-Api-Key",
+            "FILE|URL" => "/tmp/jwks.json",
+            "ISSUER" => "https://auth.example.com",
+            "AUDIENCE" => "https://mcp.example.com/mcp",
+            "SCOPE" => "mcp:tools",
             _ => return None,
         })
     }

@@ -81,6 +81,61 @@ impl Credentials {
     }
 }
 
+/// The credentials a pool's lanes send ([`crate::backend::PrincipalPools`]): those of the one
+/// caller the pool serves, replaced by the caller's newest ones when they change. Under
+/// `--principal digest` a caller's credentials never change (they are what names it); under
+/// `--principal jwt` a caller (issuer and subject) refreshes its token, and each request made
+/// for it after that carries the refreshed one, on the legacy sessions it already has.
+#[derive(Clone, Default)]
+pub struct CurrentCredentials(Arc<std::sync::RwLock<Credentials>>);
+
+impl std::fmt::Debug for CurrentCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.get().fmt(f)
+    }
+}
+
+impl PartialEq<Credentials> for CurrentCredentials {
+    fn eq(&self, other: &Credentials) -> bool {
+        self.get() == *other
+    }
+}
+
+impl CurrentCredentials {
+    pub fn new(credentials: Credentials) -> Self {
+        CurrentCredentials(Arc::new(std::sync::RwLock::new(credentials)))
+    }
+
+    /// The credentials sent now.
+    pub fn get(&self) -> Credentials {
+        self.0
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.get().is_empty()
+    }
+
+    /// Sends `newer` from now on (none given: nothing changes). Whether they differ.
+    pub fn replace(&self, newer: &Credentials) -> bool {
+        if newer.is_empty() || self.get() == *newer {
+            return false;
+        }
+        *self
+            .0
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = newer.clone();
+        true
+    }
+
+    /// Adds the current credentials to a request being built.
+    pub fn apply(&self, request: http::request::Builder) -> http::request::Builder {
+        self.get().apply(request)
+    }
+}
+
 /// `Authorization` values alone: the digest of the values joined as HTTP combines them (the
 /// principal of requests without forwarded headers is unchanged); anything else: each
 /// `name: value` line in the digest.
@@ -145,11 +200,33 @@ pub fn refusal(status: u16, challenge: Option<&str>) -> ErrorObject {
         403 => "Forbidden: the legacy server refused these credentials (HTTP 403)",
         _ => "Unauthorized: the legacy server wants credentials (HTTP 401); see WWW-Authenticate",
     };
+    refusal_saying(status, challenge, message)
+}
+
+/// [`refusal`] of a paused call's retry: the legacy server refused the credentials its legacy
+/// session was sent at the retry (the caller's current ones: an expired token, or a refreshed
+/// one the server does not take on the session the call was started on). The call is lost;
+/// the caller hears why, with the legacy server's status and challenge.
+pub fn refusal_at_resume(status: u16, challenge: Option<&str>) -> ErrorObject {
+    let message = format!(
+        "{}: the legacy server refused these credentials when the paused call resumed (HTTP \
+         {status}), and the call is lost; authorize again if asked (WWW-Authenticate), then send \
+         the original request again",
+        if status == 403 {
+            "Forbidden"
+        } else {
+            "Unauthorized"
+        }
+    );
+    refusal_saying(status, challenge, &message)
+}
+
+fn refusal_saying(status: u16, challenge: Option<&str>, message: &str) -> ErrorObject {
     let mut refused = json!({ "httpStatus": status });
     if let Some(challenge) = challenge {
         refused["wwwAuthenticate"] = Value::from(challenge);
     }
-    ErrorObject::new(UNAUTHORIZED, message).with_data(json!({ REFUSAL_KEY: refused }))
+    ErrorObject::new(UNAUTHORIZED, message.to_owned()).with_data(json!({ REFUSAL_KEY: refused }))
 }
 
 /// `(status, challenge)` of an error made by [`refusal`].

@@ -30,6 +30,7 @@ pub mod front;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod jsonrpc;
+pub mod jwt;
 pub mod keyring;
 pub mod legacy_session;
 pub mod limits;
@@ -67,12 +68,16 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
         (Some(_), Some(_)) => bail!("give either --upstream or a command after `--`, not both"),
         (None, None) => bail!("give the legacy server: --upstream URL, or `-- COMMAND [ARGS]...`"),
     };
+    // Before anything is opened: a bad certificate is a start-up error.
+    let tls = load_tls(&args)?;
     let default_pool = match spec {
         // Paused calls that need a session each (a server that sends mid-call requests on its
         // GET stream) hold one; lanes start on demand, so the bound costs nothing unused.
         backend::BackendSpec::Http { .. } => args.max_paused_calls.saturating_add(32),
         backend::BackendSpec::Stdio { .. } => 4,
     };
+    check_exposure(&args)?;
+    let jwt = jwt_verifier(&args).await?;
     let store = store::open(&args.store, args.advertise.as_deref())
         .await
         .with_context(|| format!("could not open the pause store {}", args.store))?;
@@ -115,7 +120,7 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
             request_timeout: args.request_timeout,
             call_sessions: args.call_sessions,
             lane_idle_timeout: args.lane_idle_timeout,
-            credentials: credentials::Credentials::none(),
+            credentials: Default::default(),
             credentials_wanted: Arc::default(),
             paused_per_lane: args.max_paused_per_lane,
             spare_lanes: args.spare_lanes,
@@ -143,9 +148,13 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
     engine.register_metrics();
     let shutdown = tokio_util::sync::CancellationToken::new();
     spawn_signal_handler(shutdown.clone());
-    if let Some(path) = &args.state_key_file {
-        spawn_keyring_reloader(path.clone(), sealer, shutdown.clone());
-    }
+    spawn_reloader(
+        Reloadable {
+            keyring: args.state_key_file.clone().map(|path| (path, sealer)),
+            tls: tls.clone(),
+        },
+        shutdown.clone(),
+    );
     spawn_sweeper(engine.clone(), args.pause_ttl, shutdown.clone());
     spawn_store_probe(engine.clone(), shutdown.clone());
     spawn_idle_lane_closer(pools.clone(), args.lane_idle_timeout, shutdown.clone());
@@ -204,7 +213,24 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("could not listen on {}", args.listen))?;
         let address = listener.local_addr()?;
-        println!("listening on http://{address}/mcp");
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        println!("listening on {scheme}://{address}/mcp");
+        let resource_server = if args.require_auth {
+            let public = args
+                .public_url
+                .clone()
+                .unwrap_or_else(|| format!("{scheme}://{address}/mcp"));
+            let server = front::protected_resource::ResourceServer::new(
+                &public,
+                args.authorization_servers.clone(),
+                args.scopes.clone(),
+            )
+            .map_err(|why| anyhow::anyhow!(why))?;
+            tracing::info!(resource = %public, "the proxy is the resource server (--require-auth)");
+            Some(Arc::new(server))
+        } else {
+            None
+        };
         let config = front::http::HttpFrontConfig {
             listen: address,
             allowed_origins: args.allowed_origins.clone(),
@@ -218,11 +244,14 @@ pub async fn run(args: config::Args) -> anyhow::Result<()> {
             shutdown_grace: args.shutdown_grace,
             legacy: Some(legacy.clone()),
             forward_headers: args.forward_headers.clone(),
+            jwt: jwt.clone(),
+            resource_server,
             discovery: upstream_url
                 .as_deref()
                 .and_then(|url| front::well_known::DiscoveryRelay::new(url, origin_rewrite.clone()))
                 .map(Arc::new),
             origin_rewrite,
+            tls,
             ..front::http::HttpFrontConfig::default()
         };
         front::http::serve(listener, config, handler, shutdown.clone()).await?;
@@ -258,6 +287,74 @@ fn spawn_signal_handler(shutdown: tokio_util::sync::CancellationToken) {
     });
 }
 
+/// The front's authentication flags, checked before anything starts: `--require-auth` needs
+/// `--principal jwt` and an `--authorization-server`, on the HTTP front; a non-loopback listen
+/// address needs `--require-auth` or `--allow-unauthenticated`.
+fn check_exposure(args: &config::Args) -> anyhow::Result<()> {
+    if args.require_auth {
+        if args.stdio {
+            bail!("--require-auth applies to the HTTP front, not --stdio");
+        }
+        if args.principal != jwt::PrincipalMode::Jwt {
+            bail!("--require-auth needs --principal jwt with --jwks, --issuer and --audience (the proxy verifies the callers' tokens)");
+        }
+        if args.public_url.is_none() && !args.listen.ip().is_loopback() {
+            bail!("--require-auth on a non-loopback address needs --public-url (the URL clients reach the proxy at: the resource named in its challenges and metadata)");
+        }
+        if args.authorization_servers.is_empty() {
+            bail!("--require-auth needs --authorization-server URL (the issuer clients get their tokens from, listed in the proxy's protected-resource metadata)");
+        }
+    } else if !args.authorization_servers.is_empty() || !args.scopes.is_empty() {
+        bail!(
+            "--authorization-server and --scope apply to --require-auth only; add --require-auth"
+        );
+    }
+    if !args.stdio
+        && !args.listen.ip().is_loopback()
+        && !args.require_auth
+        && !args.allow_unauthenticated
+    {
+        bail!(
+            "refusing to listen on {} (not a loopback address) without authentication: give \
+             --require-auth (the proxy verifies each caller's token; see docs/proxy/deployment.md, \
+             \"Authenticated servers\") or --allow-unauthenticated (the legacy server authenticates \
+             its callers itself, or the network is trusted)",
+            args.listen
+        );
+    }
+    Ok(())
+}
+
+/// The verifier of `--principal jwt` (`None` under `digest`); a missing flag or an unreadable
+/// JWKS file is a startup error.
+async fn jwt_verifier(args: &config::Args) -> anyhow::Result<Option<Arc<jwt::JwtVerifier>>> {
+    if args.principal != jwt::PrincipalMode::Jwt {
+        for (flag, given) in [
+            ("--jwks", args.jwks.is_some()),
+            ("--issuer", args.issuer.is_some()),
+            ("--audience", args.audience.is_some()),
+        ] {
+            if given {
+                bail!("{flag} applies to --principal jwt only; add --principal jwt");
+            }
+        }
+        return Ok(None);
+    }
+    let (Some(jwks), Some(issuer), Some(audience)) = (&args.jwks, &args.issuer, &args.audience)
+    else {
+        bail!("--principal jwt needs --jwks FILE|URL, --issuer ISSUER and --audience AUDIENCE");
+    };
+    let verifier = jwt::JwtVerifier::start(jwt::JwtSettings {
+        jwks: jwks.clone(),
+        issuer: issuer.clone(),
+        audience: audience.clone(),
+        refetch_interval: args.jwks_refetch_interval,
+    })
+    .await
+    .map_err(|why| anyhow::anyhow!(why))?;
+    Ok(Some(verifier))
+}
+
 /// Reads `--state-key-file`: a keyring, or a single key ([`keyring`]).
 fn read_keyring(path: &std::path::Path) -> anyhow::Result<keyring::Keyring> {
     let text = std::fs::read_to_string(path)
@@ -266,13 +363,42 @@ fn read_keyring(path: &std::path::Path) -> anyhow::Result<keyring::Keyring> {
         .with_context(|| format!("invalid --state-key-file {}", path.display()))
 }
 
-/// Re-reads `--state-key-file` on SIGHUP and swaps the sealer's keys (a file that cannot be read
-/// keeps the keys in use, with an error in the log).
-fn spawn_keyring_reloader(
-    path: std::path::PathBuf,
-    sealer: state::Sealer,
-    shutdown: tokio_util::sync::CancellationToken,
-) {
+/// `--tls-cert` and `--tls-key`, loaded ([`front::tls`]): both or neither, HTTP front only.
+fn load_tls(args: &config::Args) -> anyhow::Result<Option<Arc<front::tls::TlsFront>>> {
+    Ok(match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) if !args.stdio => {
+            if args.advertise.is_some() {
+                bail!("--tls-cert cannot be used with --advertise yet: the instances pass retries to each other over plain HTTP on the same listener; terminate TLS in front of each instance instead");
+            }
+            let files = front::tls::TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+            };
+            Some(Arc::new(front::tls::TlsFront::load(files)?))
+        }
+        (Some(_), Some(_)) => bail!("--tls-cert and --tls-key are for the HTTP front, not --stdio"),
+        (Some(_), None) | (None, Some(_)) => {
+            bail!("--tls-cert and --tls-key go together: give both PEM files, or neither")
+        }
+        (None, None) => None,
+    })
+}
+
+/// What SIGHUP re-reads.
+struct Reloadable {
+    /// `--state-key-file` and the sealer whose keys it holds.
+    keyring: Option<(std::path::PathBuf, state::Sealer)>,
+    /// `--tls-cert` and `--tls-key`.
+    tls: Option<Arc<front::tls::TlsFront>>,
+}
+
+/// On SIGHUP, re-reads `--state-key-file` (the sealer's keys are swapped) and the TLS
+/// certificate and key (new connections get them; connections in flight keep theirs). A file
+/// that cannot be read or parsed keeps what is in use, with an error in the log.
+fn spawn_reloader(reloadable: Reloadable, shutdown: tokio_util::sync::CancellationToken) {
+    if reloadable.keyring.is_none() && reloadable.tls.is_none() {
+        return;
+    }
     #[cfg(unix)]
     tokio::spawn(async move {
         use tokio::signal::unix::{signal, SignalKind};
@@ -284,22 +410,42 @@ fn spawn_keyring_reloader(
                 () = shutdown.cancelled() => return,
                 received = hangup.recv() => if received.is_none() { return },
             }
-            match read_keyring(&path) {
-                Ok(keys) => {
-                    sealer.replace(&keys);
-                    tracing::info!(keys = ?keys.ids(), "SIGHUP: requestState keys reloaded (the last seals)");
-                }
-                Err(error) => {
-                    tracing::error!(
-                        error = format!("{error:#}"),
-                        "SIGHUP: the requestState keys were not reloaded; the keys in use stay"
-                    );
+            if let Some((path, sealer)) = &reloadable.keyring {
+                reload_keyring(path, sealer);
+            }
+            if let Some(tls) = &reloadable.tls {
+                match tls.reload() {
+                    Ok(()) => tracing::info!(
+                        cert = %tls.files().cert.display(),
+                        "SIGHUP: TLS certificate reloaded (new connections use it)"
+                    ),
+                    Err(error) => tracing::error!(
+                        %error,
+                        "SIGHUP: the TLS certificate was not reloaded; the one in use stays"
+                    ),
                 }
             }
         }
     });
     #[cfg(not(unix))]
-    let _ = (path, sealer, shutdown);
+    let _ = (reloadable, shutdown);
+}
+
+/// Re-reads `--state-key-file` and swaps the sealer's keys, or keeps them (logged).
+#[cfg(unix)]
+fn reload_keyring(path: &std::path::Path, sealer: &state::Sealer) {
+    match read_keyring(path) {
+        Ok(keys) => {
+            sealer.replace(&keys);
+            tracing::info!(keys = ?keys.ids(), "SIGHUP: requestState keys reloaded (the last seals)");
+        }
+        Err(error) => {
+            tracing::error!(
+                error = format!("{error:#}"),
+                "SIGHUP: the requestState keys were not reloaded; the keys in use stay"
+            );
+        }
+    }
 }
 
 /// Runs `tick` every `period` (the first at once) until `shutdown`.

@@ -56,7 +56,8 @@ pub trait Handler: Send + Sync + 'static {
     }
 }
 
-/// Who is calling: derived from the `Authorization` header (HTTP) so that a `requestState` minted
+/// Who is calling: derived from the `Authorization` header (HTTP; by default its digest, under
+/// `--principal jwt` the verified token's issuer and subject) so that a `requestState` minted
 /// for one caller is refused for another. It is a digest, never the credential itself.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Principal(pub [u8; 32]);
@@ -77,6 +78,17 @@ impl Principal {
         hasher.update(b"mcp-mrtr-proxy principal v1\0");
         hasher.update(credential);
         Principal(hasher.finalize().into())
+    }
+
+    /// The caller a verified access token names (`--principal jwt`): its issuer and subject,
+    /// whatever token of theirs it is. Never equal to a [`from_credential`](Self::from_credential)
+    /// principal (a header value holds no NUL).
+    pub fn from_identity(issuer: &str, subject: &str) -> Self {
+        let mut credential = b"jwt\0".to_vec();
+        credential.extend_from_slice(issuer.as_bytes());
+        credential.push(0);
+        credential.extend_from_slice(subject.as_bytes());
+        Principal::from_credential(&credential)
     }
 
     /// A short, non-reversible label for logs.

@@ -1,8 +1,10 @@
-//! `cargo mcp-lint` on real MCP projects: the corpus of `tests/corpus/crates.txt` (public servers,
-//! gateways and clients on rmcp before 3.x, fetched from crates.io at pinned versions by
-//! `tests/corpus/fetch.sh`) against the hand-checked `tests/corpus/ground-truth.txt`; and the
-//! TypeScript/JavaScript corpus of `tests/corpus/typescript/` (npm packages, `packages.txt`,
-//! fetched by its `fetch.sh` with `npm pack`) against its own `ground-truth.txt`.
+//! `cargo mcp-lint` on real MCP projects, one scorer for every language: the corpus of
+//! `tests/corpus/crates.txt` (public servers, gateways and clients on rmcp before 3.x, fetched from
+//! crates.io at pinned versions by `tests/corpus/fetch.sh`) against the hand-checked
+//! `tests/corpus/ground-truth.txt`; the TypeScript/JavaScript corpus of `tests/corpus/typescript/`
+//! (npm packages, `packages.txt`, fetched by its `fetch.sh` with `npm pack`) against its own
+//! `ground-truth.txt`; and the Python corpus of `tests/corpus/python-packages.txt` (PyPI wheels,
+//! fetched by `tests/corpus/fetch-python.sh` with pip) against `tests/corpus/python-ground-truth.txt`.
 //!
 //! Prints recall and precision (`-- --nocapture`), per rule and in total, and every miss and
 //! unexpected finding; fails below recall 0.95 or precision 0.97, when a `forbid` look-alike is
@@ -46,6 +48,9 @@ struct Corpus {
     ground_truth: &'static str,
     /// The directory below the test target's temporary directory it is fetched into.
     cache: &'static str,
+    /// The environment variable naming another build's `--format concise` output to score
+    /// instead of this build's findings.
+    override_variable: &'static str,
 }
 
 const RUST: Corpus = Corpus {
@@ -53,6 +58,7 @@ const RUST: Corpus = Corpus {
     fetch_script: "tests/corpus/fetch.sh",
     ground_truth: "tests/corpus/ground-truth.txt",
     cache: "lint-corpus",
+    override_variable: "MCP_LINT_CORPUS_FINDINGS",
 };
 
 const TYPESCRIPT: Corpus = Corpus {
@@ -60,6 +66,15 @@ const TYPESCRIPT: Corpus = Corpus {
     fetch_script: "tests/corpus/typescript/fetch.sh",
     ground_truth: "tests/corpus/typescript/ground-truth.txt",
     cache: "lint-corpus-typescript",
+    override_variable: "MCP_LINT_TS_CORPUS_FINDINGS",
+};
+
+const PYTHON: Corpus = Corpus {
+    name: "Python corpus",
+    fetch_script: "tests/corpus/fetch-python.sh",
+    ground_truth: "tests/corpus/python-ground-truth.txt",
+    cache: "lint-corpus-python",
+    override_variable: "MCP_LINT_PYTHON_CORPUS_FINDINGS",
 };
 
 fn ground_truth(corpus: &Corpus) -> Vec<Entry> {
@@ -111,10 +126,10 @@ fn fetch(corpus: &Corpus) -> PathBuf {
     dest
 }
 
-/// The linter's findings on the corpus; with `MCP_LINT_CORPUS_FINDINGS=FILE` (the Rust corpus)
-/// or `MCP_LINT_TS_CORPUS_FINDINGS=FILE` (the TypeScript one), those of another build instead,
-/// read from its `--format concise` output (run from the corpus directory), to score it against
-/// the same ground truth.
+/// The linter's findings on the corpus; with the corpus's override variable set to a file
+/// (`MCP_LINT_CORPUS_FINDINGS`, `MCP_LINT_TS_CORPUS_FINDINGS`, `MCP_LINT_PYTHON_CORPUS_FINDINGS`),
+/// those of another build instead, read from its `--format concise` output (run from the corpus
+/// directory), to score it against the same ground truth.
 fn findings(corpus: &Path, override_variable: &str) -> BTreeSet<Finding> {
     if let Ok(file) = std::env::var(override_variable) {
         return concise_findings(&std::fs::read_to_string(&file).unwrap());
@@ -172,15 +187,20 @@ fn ratio(part: usize, whole: usize) -> f64 {
 
 #[test]
 fn real_projects_recall_and_precision() {
-    score(&RUST, "MCP_LINT_CORPUS_FINDINGS");
+    score(&RUST);
 }
 
 #[test]
 fn typescript_projects_recall_and_precision() {
-    score(&TYPESCRIPT, "MCP_LINT_TS_CORPUS_FINDINGS");
+    score(&TYPESCRIPT);
 }
 
-fn score(which: &Corpus, override_variable: &str) {
+#[test]
+fn python_projects_recall_and_precision() {
+    score(&PYTHON);
+}
+
+fn score(which: &Corpus) {
     let corpus = fetch(which);
     let truth = ground_truth(which);
     // Each entry still points at the line it was written for.
@@ -216,7 +236,7 @@ fn score(which: &Corpus, override_variable: &str) {
                 && (e.rule == "*" || e.rule == finding.2)
         })
     };
-    let reported = findings(&corpus, override_variable);
+    let reported = findings(&corpus, which.override_variable);
     let counted: BTreeSet<&Finding> = reported.iter().filter(|f| !accepted.contains(f)).collect();
     let hits: BTreeSet<&Finding> = counted
         .iter()
@@ -295,6 +315,7 @@ fn prefilters_change_no_finding() {
     for dir in [
         fetch(&RUST),
         fetch(&TYPESCRIPT),
+        fetch(&PYTHON),
         workspace_root().join("tests/fixtures/lint"),
     ] {
         let targets = walk::path_targets(std::slice::from_ref(&dir)).unwrap();

@@ -11,8 +11,9 @@
 
 use std::time::Duration;
 
+use mcp_migrate_tests::support::legacy_post::{bearer, legacy_initialize, legacy_post};
 use mcp_migrate_tests::support::protected::{AuthSdk, ProtectedServer, ALICE_TOKEN, BOB_TOKEN};
-use mcp_migrate_tests::support::{parse_sse, within, Backend, Proxy, ProxyOptions, RawClient};
+use mcp_migrate_tests::support::{within, Backend, Proxy, ProxyOptions, RawClient, Script};
 use serde_json::{json, Value};
 
 const LIMIT: Duration = Duration::from_secs(240);
@@ -36,10 +37,6 @@ async fn proxy_for(server: &ProtectedServer, extra: &[&str]) -> Proxy {
         ..ProxyOptions::default()
     })
     .await
-}
-
-fn bearer(token: &str) -> String {
-    format!("Bearer {token}")
 }
 
 fn origin_of(url: &str) -> &str {
@@ -186,18 +183,7 @@ async fn a_paused_call_resumes_as_its_user_only(sdk: AuthSdk) {
             !state.contains(ALICE_TOKEN),
             "no credential in requestState"
         );
-        let answers: serde_json::Map<String, Value> = requests
-            .as_object()
-            .expect("inputRequests")
-            .keys()
-            .map(|key| {
-                (
-                    key.clone(),
-                    json!({"action": "accept", "content": {"name": "Alice"}}),
-                )
-            })
-            .collect();
-        let answers = Value::Object(answers);
+        let answers = Script::default().answer_all(requests).unwrap();
         let stolen = bob
             .retry_tool("ask_name", json!({}), answers.clone(), Some(state))
             .await;
@@ -212,56 +198,6 @@ async fn a_paused_call_resumes_as_its_user_only(sdk: AuthSdk) {
     .await;
 }
 
-/// A legacy (`initialize`) POST, its response's messages (JSON or SSE) and `Mcp-Session-Id`.
-async fn legacy_post(
-    http: &reqwest::Client,
-    url: &str,
-    token: Option<&str>,
-    session: Option<&str>,
-    body: Value,
-) -> (u16, Option<String>, Option<String>, Vec<Value>) {
-    let mut request = http
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream");
-    if let Some(token) = token {
-        request = request.header("authorization", bearer(token));
-    }
-    if let Some(session) = session {
-        request = request
-            .header("mcp-session-id", session)
-            .header("mcp-protocol-version", "2025-06-18");
-    }
-    let response = request.json(&body).send().await.unwrap();
-    let status = response.status().as_u16();
-    let header = |name: &str| {
-        response
-            .headers()
-            .get(name)
-            .and_then(|value| value.to_str().ok())
-            .map(str::to_owned)
-    };
-    let (session, challenge) = (header("mcp-session-id"), header("www-authenticate"));
-    let sse = header("content-type").is_some_and(|kind| kind.starts_with("text/event-stream"));
-    let text = response.text().await.unwrap();
-    let messages = if sse {
-        parse_sse(&text)
-    } else if text.trim().is_empty() {
-        Vec::new()
-    } else {
-        vec![serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))]
-    };
-    (status, session, challenge, messages)
-}
-
-fn initialize() -> Value {
-    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "legacy-e2e", "version": "1.0"},
-    }})
-}
-
 /// A legacy client with a token gets a session of its own that runs as its user; another
 /// user's token on that session is refused; `initialize` without a token gets the legacy
 /// server's 401 and challenge.
@@ -273,7 +209,8 @@ async fn a_legacy_clients_session_belongs_to_its_token(sdk: AuthSdk) {
         let http = reqwest::Client::builder().no_proxy().build().unwrap();
         let url = proxy.url();
 
-        let (status, _, challenge, _) = legacy_post(&http, url, None, None, initialize()).await;
+        let (status, _, challenge, _) =
+            legacy_post(&http, url, None, None, legacy_initialize()).await;
         assert_eq!(status, 401);
         let challenge = challenge.expect("WWW-Authenticate");
         assert!(
@@ -285,7 +222,7 @@ async fn a_legacy_clients_session_belongs_to_its_token(sdk: AuthSdk) {
         );
 
         let (status, session, _, _) =
-            legacy_post(&http, url, Some(ALICE_TOKEN), None, initialize()).await;
+            legacy_post(&http, url, Some(ALICE_TOKEN), None, legacy_initialize()).await;
         assert_eq!(status, 200);
         let session = session.expect("Mcp-Session-Id");
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});

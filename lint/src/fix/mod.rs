@@ -11,6 +11,7 @@
 mod manifest;
 pub(crate) mod python;
 mod rust;
+pub(crate) use rust::value_after_key;
 mod suppression;
 
 use std::sync::Arc;

@@ -494,7 +494,7 @@ fn field_value(text: &str) -> String {
 
 /// The expression that follows `"key":` anywhere in `tokens` (e.g. inside `json!({..})`), up
 /// to the next `,` of its level.
-fn value_after_key(tokens: TokenStream, key: &str) -> Option<syn::Expr> {
+pub(crate) fn value_after_key(tokens: TokenStream, key: &str) -> Option<syn::Expr> {
     let trees: Vec<TokenTree> = tokens.into_iter().collect();
     for (index, tree) in trees.iter().enumerate() {
         match tree {

@@ -12,6 +12,9 @@ use rustc_hash::FxHashSet as HashSet;
 
 use super::bindings::{built_request, dotted, Bindings};
 use super::imports::{is_sdk_path, last, Imports};
+use super::mrtr::{self, Answers, Registrations};
+
+mod input_required;
 use super::report::Reporter;
 use super::symbols::{self, Finding};
 use crate::diagnostic::{Diagnostic, SourceFile};
@@ -42,17 +45,25 @@ enum Kind {
 struct Scope {
     contexts: HashSet<String>,
     sessions: HashSet<String>,
+    /// Names bound here to plain data (`state = json.dumps(...)`), for `request_state`.
+    plain_states: HashSet<String>,
+    /// The SDK seals the `request_state` handed out here (a high-level server's handler).
+    sealed: bool,
 }
 
 pub struct Analyzer<'a> {
     source: &'a str,
     imports: &'a Imports,
     bindings: &'a Bindings,
+    registrations: &'a Registrations,
     reporter: Reporter<'a>,
     /// The file imports the SDK: distinctive names (`send_log_message`, `sse_app`) count on any
     /// receiver, and `*.session` is a session.
     sdk_active: bool,
     scopes: Vec<Scope>,
+    /// The request the code being walked answers: its function's registration, narrowed by a
+    /// router branch (`case "tools/list":`).
+    answering: Vec<Answers>,
     statement: usize,
     next_statement: usize,
     depth: usize,
@@ -61,13 +72,19 @@ pub struct Analyzer<'a> {
 pub fn run(file: &Arc<SourceFile>, body: &[Stmt]) -> Vec<Diagnostic> {
     let imports = Imports::build(body);
     let bindings = Bindings::collect(body, &imports);
+    let registrations = Registrations::collect(body, &imports);
     let mut analyzer = Analyzer {
         source: &file.text,
         imports: &imports,
         bindings: &bindings,
+        registrations: &registrations,
         reporter: Reporter::new(file),
         sdk_active: imports.imports_sdk(),
-        scopes: vec![Scope::default()],
+        scopes: vec![Scope {
+            sealed: registrations.sealed_in_file(),
+            ..Scope::default()
+        }],
+        answering: Vec::new(),
         statement: 0,
         next_statement: 1,
         depth: 0,
@@ -262,6 +279,7 @@ impl Analyzer<'_> {
                 self.report_all(findings, literal.range);
             }
         }
+        self.check_mrtr_call(call);
         match &*call.func {
             Expr::Attribute(attribute) => self.check_method_call(attribute, arguments),
             func => {
@@ -484,6 +502,7 @@ impl Analyzer<'_> {
                 _ => {}
             }
         }
+        self.check_mrtr_dict(dict);
     }
 
     /// A handler registered by decorator: `@server.set_logging_level()`.
@@ -509,7 +528,12 @@ impl Analyzer<'_> {
     }
 
     fn enter_function(&mut self, function: &ast::StmtFunctionDef) {
-        let mut scope = Scope::default();
+        let mut scope = Scope {
+            sealed: self.registrations.sealed_by_server(function),
+            ..Scope::default()
+        };
+        self.answering
+            .push(self.registrations.function_answers(function));
         for parameter in function.parameters.iter() {
             let Some(annotation) = parameter.annotation() else {
                 continue;
@@ -527,11 +551,20 @@ impl Analyzer<'_> {
     /// `ctx = get_context()`, `session = ctx.session`: the name holds that object from here on.
     fn bind(&mut self, targets: &[Expr], value: &Expr) {
         let kind = self.kind(value);
+        let plain = mrtr::is_plain_state(
+            value,
+            &self.scopes.last().expect("the module scope").plain_states,
+        );
         for target in targets {
             let Expr::Name(name) = target else {
                 continue;
             };
             let scope = self.scopes.last_mut().expect("the module scope");
+            if plain {
+                scope.plain_states.insert(name.id.to_string());
+            } else {
+                scope.plain_states.remove(name.id.as_str());
+            }
             match kind {
                 Some(Kind::Context) => {
                     scope.contexts.insert(name.id.to_string());
@@ -564,6 +597,29 @@ impl<'a> Visitor<'a> for Analyzer<'_> {
                 }
                 self.visit_body(&function.body);
                 self.scopes.pop();
+                self.answering.pop();
+            }
+            Stmt::Match(match_stmt) => {
+                self.visit_expr(&match_stmt.subject);
+                for case in &match_stmt.cases {
+                    let branch = mrtr::case_answers(&case.pattern);
+                    self.visit_pattern(&case.pattern);
+                    if let Some(guard) = &case.guard {
+                        self.visit_expr(guard);
+                    }
+                    self.visit_branch(branch, &case.body);
+                }
+            }
+            Stmt::If(if_stmt) => {
+                self.visit_expr(&if_stmt.test);
+                self.visit_branch(mrtr::test_answers(&if_stmt.test), &if_stmt.body);
+                for clause in &if_stmt.elif_else_clauses {
+                    let branch = clause.test.as_ref().and_then(mrtr::test_answers);
+                    if let Some(test) = &clause.test {
+                        self.visit_expr(test);
+                    }
+                    self.visit_branch(branch, &clause.body);
+                }
             }
             Stmt::Assign(assign) => {
                 visitor::walk_stmt(self, stmt);

@@ -6,6 +6,7 @@ mod analyzer;
 mod bindings;
 mod imports;
 pub mod manifest;
+mod mrtr;
 mod report;
 mod symbols;
 
@@ -32,7 +33,8 @@ pub fn lint_file(file: &Arc<SourceFile>) -> Vec<Diagnostic> {
 }
 
 /// The words without one of which a Python file has nothing to report: every finding names the
-/// SDK's package (`mcp`, also in `fastmcp`) or a JSON-RPC method / `include_context` spelling.
+/// SDK's package (`mcp`, also in `fastmcp` and `mcp_types`), a JSON-RPC method, an `include_context`
+/// spelling or a hand-built `input_required` result.
 const TRIGGERS: &[&str] = &[
     "mcp",
     "include_context",
@@ -43,6 +45,7 @@ const TRIGGERS: &[&str] = &[
     "elicitation/",
     "resources/",
     "logging/",
+    "input_required",
 ];
 
 /// The byte pre-filter of the common dispatch: `false` when the file cannot have a finding.

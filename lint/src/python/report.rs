@@ -16,7 +16,11 @@ use crate::fix::Fix;
 fn once_per_statement(rule: RuleId) -> bool {
     !matches!(
         rule,
-        RuleId::FormElicitationSecret | RuleId::InsecureElicitationUrl | RuleId::UnparsableFile
+        RuleId::FormElicitationSecret
+            | RuleId::InsecureElicitationUrl
+            | RuleId::UnsignedRequestState
+            | RuleId::InputRequiredOutsideMrtr
+            | RuleId::UnparsableFile
     )
 }
 

@@ -392,6 +392,37 @@ pub fn secret_field(owner: &str, field: &str) -> Finding {
     )
 }
 
+pub fn input_required_outside(what: &str, request: &str) -> Finding {
+    finding(
+        RuleId::InputRequiredOutsideMrtr,
+        format!(
+            "{what} answering `{request}`: only `tools/call`, `resources/read` and `prompts/get` may answer `input_required`"
+        ),
+        "return a complete result here, or ask for the input inside the tool, prompt or resource handler that needs it",
+        "`input_required` outside MRTR",
+    )
+}
+
+pub fn unsigned_state() -> Finding {
+    finding(
+        RuleId::UnsignedRequestState,
+        "`request_state` is built from plain data with no seal or MAC; clients can forge it",
+        "seal it: serve through `MCPServer` (it seals `request_state` by default, \
+         `RequestStateSecurity(keys=[...])` for several instances), or wire a \
+         `RequestStateBoundary` into the low-level `Server`",
+        "unsigned state",
+    )
+}
+
+pub fn short_state_key(length: usize) -> Finding {
+    finding(
+        RuleId::UnsignedRequestState,
+        format!("a {length}-byte literal `request_state` key: keys must be at least 32 random bytes and kept out of source"),
+        "load a 32-byte random key from configuration or a secret store",
+        "short literal key",
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

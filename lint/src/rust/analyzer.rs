@@ -128,6 +128,8 @@ pub struct Analyzer<'a> {
     scopes: Vec<HashMap<String, Binding>>,
     /// Fields of this file's structs whose type is a peer.
     peer_fields: HashSet<String>,
+    /// Functions and methods of this file that return a peer (`fn peer(&self) -> Peer<..>`).
+    peer_functions: HashSet<String>,
     /// For each enclosing `match`, whether its scrutinee is a peer (its arms bind peers).
     match_peer: Vec<bool>,
     /// The closure about to be walked is the argument of `map`/`and_then`/.. on a peer.
@@ -136,6 +138,9 @@ pub struct Analyzer<'a> {
     impls: Vec<HandlerTrait>,
     /// The enclosing `impl ServerHandler` method, if any.
     server_method: Option<String>,
+    /// Where a request made here comes from when no client request is being answered: a
+    /// notification handler (`on_initialized`) or a spawned task (`tokio::spawn(..)`).
+    no_origin: Option<String>,
     /// The string-literal patterns of enclosing `match` arms, innermost last.
     arm_literals: Vec<Option<String>>,
     /// Types used for typed elicitation (`elicit::<T>`, `elicit_safe!(T)`).
@@ -151,10 +156,12 @@ impl<'a> Analyzer<'a> {
             cx,
             scopes: vec![HashMap::default()],
             peer_fields: HashSet::default(),
+            peer_functions: HashSet::default(),
             match_peer: Vec::new(),
             closure_peer: false,
             impls: Vec::new(),
             server_method: None,
+            no_origin: None,
             arm_literals: Vec::new(),
             elicitation_types: HashSet::default(),
             secret_fields: Vec::new(),
@@ -189,6 +196,50 @@ impl<'a> Analyzer<'a> {
         self.out.mark(&reported);
         inner(self);
         self.out.unmark(&reported);
+    }
+
+    /// Walks `inner` as the body of a spawned task when `spawn` names one.
+    fn in_task(&mut self, spawn: Option<&syn::Ident>, inner: impl FnOnce(&mut Self)) {
+        let spawned = spawn.is_some_and(|ident| {
+            matches!(
+                ident.to_string().as_str(),
+                "spawn" | "spawn_local" | "spawn_blocking"
+            )
+        });
+        if !spawned {
+            return inner(self);
+        }
+        let previous = self.no_origin.replace("a spawned task".to_owned());
+        inner(self);
+        self.no_origin = previous;
+    }
+
+    /// The findings of a request made where no client request is being answered, saying so.
+    fn without_origin(&self, mut findings: Vec<Finding>) -> Vec<Finding> {
+        let Some(place) = &self.no_origin else {
+            return findings;
+        };
+        for finding in &mut findings {
+            if !matches!(
+                finding.rule,
+                RuleId::ServerInitiatedRequest
+                    | RuleId::DeprecatedSampling
+                    | RuleId::DeprecatedRoots
+            ) {
+                continue;
+            }
+            finding.message = format!(
+                "{} (from {place}, which answers no client request: it has no originating \
+                 request)",
+                finding
+                    .message
+                    .replace(" mid-call and awaits the reply", " and awaits the reply")
+            );
+            if finding.rule == RuleId::ServerInitiatedRequest {
+                finding.help = Some(symbols::NO_ORIGIN_HELP.to_owned());
+            }
+        }
+        findings
     }
 
     // ----- scopes ----------------------------------------------------------------------------
@@ -258,8 +309,10 @@ impl<'a> Analyzer<'a> {
                 syn::Member::Unnamed(_) => false,
             },
             syn::Expr::MethodCall(call) => {
+                let method = call.method.to_string();
                 call.method == "peer"
-                    || (TRANSPARENT_METHODS.contains(&call.method.to_string().as_str())
+                    || self.peer_functions.contains(&method)
+                    || (TRANSPARENT_METHODS.contains(&method.as_str())
                         && self.is_peer_expr(&call.receiver))
             }
             syn::Expr::Await(inner) => self.is_peer_expr(&inner.base),
@@ -279,7 +332,12 @@ impl<'a> Analyzer<'a> {
                 // `Arc::clone(&peer)`, `Some(peer)`
                 let callee_is_clone = matches!(&*call.func, syn::Expr::Path(p)
                     if p.path.segments.last().is_some_and(|s| s.ident == "clone" || s.ident == "Some"));
-                callee_is_clone && call.args.first().is_some_and(|arg| self.is_peer_expr(arg))
+                // `peer_of(&state)`, `Self::peer(..)`: a function of this file returning a peer.
+                let returns_a_peer = matches!(&*call.func, syn::Expr::Path(p)
+                    if p.path.segments.last().is_some_and(|s| self.peer_functions.contains(&s.ident.to_string())));
+                returns_a_peer
+                    || (callee_is_clone
+                        && call.args.first().is_some_and(|arg| self.is_peer_expr(arg)))
             }
             _ => false,
         }
@@ -602,6 +660,13 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
         ) {
             self.report(&finding, item.sig.ident.span());
         }
+        // A `ServerHandler` notification handler answers no request.
+        let origin = if kind == HandlerTrait::Server && name.starts_with("on_") {
+            Some(format!("the notification handler `{name}`"))
+        } else {
+            None
+        };
+        let previous_origin = std::mem::replace(&mut self.no_origin, origin);
         let previous = if kind == HandlerTrait::Server {
             self.server_method.replace(name)
         } else {
@@ -609,14 +674,17 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
         };
         self.with_scope(|this| visit::visit_impl_item_fn(this, item));
         self.server_method = previous;
+        self.no_origin = previous_origin;
     }
 
     fn visit_item_fn(&mut self, item: &'ast syn::ItemFn) {
         let previous = self.server_method.take();
+        let previous_origin = self.no_origin.take();
         let impls = std::mem::take(&mut self.impls);
         self.with_scope(|this| visit::visit_item_fn(this, item));
         self.impls = impls;
         self.server_method = previous;
+        self.no_origin = previous_origin;
     }
 
     fn visit_signature(&mut self, sig: &'ast syn::Signature) {
@@ -766,6 +834,7 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
                 findings = symbols::generic_request(&method, wire);
             }
         }
+        let findings = self.without_origin(findings);
         if self.cx.sdk_active
             && SCHEMA_BUILDER_METHODS.contains(&method.as_str())
             && builds_elicitation_schema(&call.receiver)
@@ -796,11 +865,14 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
             if let Some(turbofish) = &call.turbofish {
                 this.visit_angle_bracketed_generic_arguments(turbofish);
             }
-            for arg in &call.args {
-                this.closure_peer = peer_closure && matches!(arg, syn::Expr::Closure(_));
-                this.visit_expr(arg);
-                this.closure_peer = false;
-            }
+            // `handle.spawn(async move { .. })`, `join_set.spawn(..)`: a task of its own.
+            this.in_task(Some(&call.method), |this| {
+                for arg in &call.args {
+                    this.closure_peer = peer_closure && matches!(arg, syn::Expr::Closure(_));
+                    this.visit_expr(arg);
+                    this.closure_peer = false;
+                }
+            });
         });
     }
 
@@ -843,7 +915,12 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
                 self.check_literal_arguments(&call.args);
             }
         }
-        visit::visit_expr_call(self, call);
+        // `tokio::spawn(async move { .. })`, `std::thread::spawn(..)`: a task of its own.
+        let spawn = match &*call.func {
+            syn::Expr::Path(func) => func.path.segments.last().map(|s| &s.ident),
+            _ => None,
+        };
+        self.in_task(spawn, |this| visit::visit_expr_call(this, call));
     }
 
     fn visit_expr_path(&mut self, expr: &'ast syn::ExprPath) {
@@ -985,6 +1062,15 @@ impl<'ast> Visit<'ast> for FieldCollector<'_, '_> {
         if let Some(ident) = &field.ident {
             if self.analyzer.is_peer_type(&field.ty) {
                 self.analyzer.peer_fields.insert(ident.to_string());
+            }
+        }
+    }
+
+    /// `fn peer(&self) -> Peer<RoleServer>` (or `Option<Peer<..>>`, ..): its calls are peers.
+    fn visit_signature(&mut self, sig: &'ast syn::Signature) {
+        if let syn::ReturnType::Type(_, ty) = &sig.output {
+            if self.analyzer.is_peer_type(ty) {
+                self.analyzer.peer_functions.insert(sig.ident.to_string());
             }
         }
     }

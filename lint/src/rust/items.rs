@@ -382,6 +382,18 @@ fn struct_may_matter(item: &[u8]) -> bool {
         || super::words::may_name_secret(item)
 }
 
+/// Whether a `fn` item may return a peer: a peer type named between its `->` and its body.
+fn returns_a_peer(item: &[u8]) -> bool {
+    let Some(arrow) = memchr::memmem::find(item, b"->") else {
+        return false;
+    };
+    let rest = &item[arrow..];
+    let output = &rest[..memchr::memchr(b'{', rest).unwrap_or(rest.len())];
+    super::analyzer::PEER_TYPES
+        .iter()
+        .any(|name| memchr::memmem::find(output, name.as_bytes()).is_some())
+}
+
 /// Blanks the items that cannot match; splits the kept containers again, and blanks the
 /// statements that cannot match in every block of the other kept items.
 fn blank(tokens: &Tokens<'_>, items: &[Item<'_>], aliases: &[&str], masked: &mut Blanking) {
@@ -428,7 +440,13 @@ fn blank(tokens: &Tokens<'_>, items: &[Item<'_>], aliases: &[&str], masked: &mut
             continue;
         }
         if !may_match {
-            blank_range(text, item.start, item.end, &mut masked.bytes);
+            // A function that returns a peer (`fn peer(&self) -> Peer<RoleServer>`): the walk
+            // reads its signature (see `FieldCollector` in `analyzer.rs`); its body may go.
+            if item.keyword == "fn" && returns_a_peer(bytes) {
+                blank_blocks(tokens, item.first, item.last + 1, aliases, masked);
+            } else {
+                blank_range(text, item.start, item.end, &mut masked.bytes);
+            }
             continue;
         }
         if !CONTAINERS.contains(&item.keyword) {

@@ -315,6 +315,69 @@ fn route(method: &str) -> Value {
         assert_eq!(rules(false), [(1, RuleId::UnparsableFile)]);
     }
 
+    /// A request from a notification handler or a spawned task is reported under its rules
+    /// with a message that says it has no originating request; one made while answering a
+    /// tool call is not.
+    #[test]
+    fn requests_with_no_originating_request_say_so() {
+        let text = "\
+impl ServerHandler for S {
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let _ = context.peer.list_roots().await;
+    }
+}
+impl S {
+    #[tool]
+    async fn tool(&self, peer: Peer<RoleServer>) -> String {
+        let p = peer.clone();
+        tokio::spawn(async move { p.create_message(params()).await });
+        let _ = peer.list_roots().await;
+        String::new()
+    }
+}
+";
+        let file = SourceFile::new("lib.rs".into(), text.to_owned());
+        let context = CrateContext {
+            depends_on_sdk: true,
+            ..CrateContext::default()
+        };
+        let found: Vec<(usize, RuleId, bool)> = lint_file_with(&file, &context, false)
+            .iter()
+            .map(|d| {
+                let no_origin = d.message.contains("it has no originating request");
+                if no_origin && d.rule == RuleId::ServerInitiatedRequest {
+                    assert!(d
+                        .help
+                        .as_deref()
+                        .is_some_and(|h| h.contains("no MRTR round")));
+                }
+                (file.line_column(d.span.start).0, d.rule, no_origin)
+            })
+            .collect();
+        assert_eq!(
+            found,
+            [
+                (3, RuleId::DeprecatedRoots, true),
+                (3, RuleId::ServerInitiatedRequest, true),
+                (10, RuleId::DeprecatedSampling, true),
+                (10, RuleId::ServerInitiatedRequest, true),
+                (11, RuleId::DeprecatedRoots, false),
+                (11, RuleId::ServerInitiatedRequest, false),
+            ]
+        );
+        let spawned = lint_file_with(&file, &context, false)
+            .into_iter()
+            .find(|d| {
+                d.rule == RuleId::ServerInitiatedRequest && file.line_column(d.span.start).0 == 10
+            })
+            .unwrap();
+        assert!(
+            spawned.message.contains("from a spawned task"),
+            "{}",
+            spawned.message
+        );
+    }
+
     #[test]
     fn a_2015_file_broken_in_2015_too_reports_its_own_error() {
         let manifest = "[package]\nname = \"x\"\nversion = \"0.1.0\"\n";

@@ -102,16 +102,7 @@ pub(super) fn is_sending_name(name: &str) -> bool {
     })
 }
 
-/// `seal`, `seal_json`, `sign_state`, `hmac_sha256`, `encrypt`, `mint`, `mac`, ...
-pub(super) fn is_sealing_name(name: &str) -> bool {
-    words::words(name).iter().any(|word| {
-        ["seal", "sign", "hmac", "encrypt", "mint"]
-            .iter()
-            .any(|prefix| word.starts_with(prefix))
-            || word == "mac"
-            || word == "aead"
-    })
-}
+pub(super) use super::words::is_sealing_name;
 
 pub(super) fn strip_some(expr: &syn::Expr) -> &syn::Expr {
     if let syn::Expr::Call(call) = expr {

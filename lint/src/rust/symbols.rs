@@ -26,6 +26,10 @@ fn finding(rule: RuleId, message: impl Into<String>, help: &str, label: &str) ->
 const MRTR_HELP: &str = "return `input_required` instead: rmcp 3 `CallToolResponse::InputRequired(\
     InputRequiredResult::new(Some(input_requests), Some(sealed_state)))`, then read \
     `input_responses` when the client retries";
+/// A request with no originating request: no MRTR round can carry it.
+pub const NO_ORIGIN_HELP: &str = "no MRTR round can carry a request that answers no client \
+    request: ask for the input in a tool call's arguments (or as an input request of the tool \
+    call that starts the task), or drop the feature";
 const SAMPLING_HELP: &str = "call the model provider's API from the server; if the client must \
     sample, ask for it through an MRTR input request (`InputRequest::CreateMessage`)";
 const ROOTS_HELP: &str = "take paths as tool arguments, resource URIs or server configuration";

@@ -168,6 +168,18 @@ fn replace_placeholders(text: &str) -> String {
     out
 }
 
+/// A name that protects what it is given (the state-sealing rules of every front-end): `seal`,
+/// `seal_json`, `sign_state`, `hmac_sha256`, `encrypt`, `mint`, `mac`, `aead`, ...
+pub fn is_sealing_name(name: &str) -> bool {
+    words(name).iter().any(|word| {
+        ["seal", "sign", "hmac", "encrypt", "mint"]
+            .iter()
+            .any(|prefix| word.starts_with(prefix))
+            || word == "mac"
+            || word == "aead"
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,29 +1,19 @@
 //! Rewrites one legacy tool handler into its MRTR shape (see [`super`] for the shape).
 
-use proc_macro2::Span;
-use quote::{format_ident, quote};
+use std::collections::{BTreeMap, BTreeSet};
+
 use syn::visit_mut::VisitMut;
 
-/// The legacy calls a scaffold replaces: method name → (kind used in the key, request builder).
-fn kind(method: &str) -> Option<&'static str> {
-    Some(match method {
-        "create_elicitation"
-        | "create_elicitation_with_timeout"
-        | "elicit"
-        | "elicit_with_timeout"
-        | "elicit_url"
-        | "elicit_url_with_timeout" => "elicitation",
-        "create_message" => "sampling",
-        "list_roots" => "roots",
-        _ => return None,
-    })
-}
+use super::exits::{json_inner_type, keep_output_schema, result_error_type, Output, Returns};
+use super::requests;
+use super::sites::Sites;
+use super::surface::{attributed, surface, takes_the_call, trait_response, Surface};
 
 /// Whether the handler's body names one of the requests anywhere (in a macro, a closure, ...).
 pub fn names_a_request(function: &syn::ImplItemFn) -> bool {
     fn walk(tokens: proc_macro2::TokenStream) -> bool {
         tokens.into_iter().any(|tree| match tree {
-            proc_macro2::TokenTree::Ident(ident) => kind(&ident.to_string()).is_some(),
+            proc_macro2::TokenTree::Ident(ident) => requests::kind(&ident.to_string()).is_some(),
             proc_macro2::TokenTree::Group(group) => walk(group.stream()),
             _ => false,
         })
@@ -31,50 +21,395 @@ pub fn names_a_request(function: &syn::ImplItemFn) -> bool {
     walk(quote::ToTokens::to_token_stream(&function.block))
 }
 
+/// The functions and methods of `file` whose bodies call a request.
+pub fn request_helpers(file: &syn::File) -> BTreeSet<String> {
+    functions(file)
+        .into_iter()
+        .filter(|(_, body)| {
+            let tokens = quote::ToTokens::to_token_stream(body);
+            requests::calls_a_request(tokens.clone()) || requests::sends_a_server_request(tokens)
+        })
+        .map(|(name, _)| name.to_string())
+        .collect()
+}
+
+/// Every function and method of `file` (inline modules included): its name and body.
+fn functions(file: &syn::File) -> Vec<(&syn::Ident, &syn::Block)> {
+    fn walk<'a>(items: &'a [syn::Item], out: &mut Vec<(&'a syn::Ident, &'a syn::Block)>) {
+        for item in items {
+            match item {
+                syn::Item::Fn(function) => out.push((&function.sig.ident, &function.block)),
+                syn::Item::Impl(block) => {
+                    out.extend(block.items.iter().filter_map(|member| match member {
+                        syn::ImplItem::Fn(function) => Some((&function.sig.ident, &function.block)),
+                        _ => None,
+                    }))
+                }
+                syn::Item::Mod(module) => {
+                    if let Some((_, items)) = &module.content {
+                        walk(items, out);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut functions = Vec::new();
+    walk(&file.items, &mut functions);
+    functions
+}
+
+fn callers_text(callers: &[String]) -> String {
+    if callers.is_empty() {
+        " (none in this file)".to_owned()
+    } else {
+        format!(
+            " ({})",
+            callers
+                .iter()
+                .map(|caller| format!("`{caller}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    }
+}
+
+/// The functions and methods of `file` whose bodies call `name(..)` (or `.name(..)`).
+pub fn callers(file: &syn::File, name: &str) -> Vec<String> {
+    fn calls(tokens: proc_macro2::TokenStream, name: &str) -> bool {
+        let trees: Vec<proc_macro2::TokenTree> = tokens.into_iter().collect();
+        trees.iter().enumerate().any(|(index, tree)| match tree {
+            proc_macro2::TokenTree::Ident(ident) => {
+                ident == name
+                    && matches!(trees.get(index + 1), Some(proc_macro2::TokenTree::Group(g))
+                        if g.delimiter() == proc_macro2::Delimiter::Parenthesis)
+            }
+            proc_macro2::TokenTree::Group(group) => calls(group.stream(), name),
+            _ => false,
+        })
+    }
+    functions(file)
+        .into_iter()
+        .filter(|(caller, body)| {
+            *caller != name && calls(quote::ToTokens::to_token_stream(body), name)
+        })
+        .map(|(caller, _)| caller.to_string())
+        .collect()
+}
+
 /// Why a handler cannot be scaffolded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Unsupported {
     #[error("`{0}` is not `async`")]
     NotAsync(String),
-    #[error("`{0}` does not return `Result<_, _>`")]
-    NotResult(String),
+    #[error("`{0}` returns nothing: a tool's result is the value it returns")]
+    NoOutput(String),
     #[error(
         "`{0}` awaits no `create_elicitation` / `elicit` / `elicit_url` / `create_message` / \
-         `list_roots` call directly (a call inside a macro such as `tokio::join!`, a closure or a \
-         helper function is not rewritten)"
+         `list_roots` call itself (a helper function that makes the request is not rewritten)"
     )]
     NoRequest(String),
+    #[error("`{handler}`: the request inside {place} is not rewritten{advice}")]
+    Hidden {
+        handler: String,
+        place: String,
+        advice: &'static str,
+    },
+    #[error(
+        "`{0}` answers no client request (its peer is stored or handed over, not taken from the \
+         call): a request without an originating request has no MRTR round to ride on; ask for \
+         the input in the next tool call's arguments instead, or drop the feature"
+    )]
+    NoOrigin(String),
+    #[error(
+        "`{handler}`: the request inside `{spawn}(..)` runs in a task of its own, which outlives \
+         the call: it answers no client request and has no MRTR round to ride on; ask for the \
+         input before the task starts (an input request of the handler itself), or drop the \
+         feature"
+    )]
+    Spawned { handler: String, spawn: String },
+    #[error(
+        "`{0}` is not a `#[tool]` and returns no `Result`: only a tool's value becomes its \
+         complete result"
+    )]
+    NotATool(String),
+    #[error(
+        "`{name}` is a helper function, not a handler: give it the round state (`&mut \
+         mrtr::Rounds`) and make its request an input request, then scaffold its callers{}",
+        callers_text(callers)
+    )]
+    Helper { name: String, callers: Vec<String> },
     #[error("`{handler}`: `elicit` without a type (`elicit::<T>(..)`) at request {index}")]
     UntypedElicit { handler: String, index: usize },
+    #[error(
+        "`{0}` is a `#[prompt]` method: rmcp 3's prompt router does not pass `inputResponses` \
+         or `requestState` to it; ask from `ServerHandler::get_prompt` (which may return \
+         `input_required`) instead"
+    )]
+    PromptMacro(String),
+    #[error("`{0}`: its request parameters are not bound to a name (`request: {1}`)")]
+    UnnamedParams(String, String),
 }
 
 /// The MRTR form of `function` and the keys of its input requests, in order.
-pub fn handler(function: &syn::ImplItemFn) -> Result<(syn::ImplItemFn, Vec<String>), Unsupported> {
+/// `helpers` names the file's functions that make a request themselves: a call to one is refused
+/// (the request would stay a legacy one).
+/// `in_trait`: `function` is a method of a `ServerHandler` impl (`get_prompt`, `read_resource`,
+/// `call_tool` are rewritten there).
+pub fn handler(
+    function: &syn::ImplItemFn,
+    helpers: &Helpers,
+    in_trait: bool,
+) -> Result<Rewritten<syn::ImplItemFn>, Unsupported> {
     let name = function.sig.ident.to_string();
+    let is_tool = attributed(function, "tool");
+    let in_server_handler = in_trait && trait_response(&name).is_some();
+    if !is_tool && !in_server_handler && !takes_the_call(&function.sig) {
+        return Err(Unsupported::NoOrigin(name));
+    }
     if function.sig.asyncness.is_none() {
         return Err(Unsupported::NotAsync(name));
     }
-    let ok_type =
-        result_ok_type(&function.sig.output).ok_or(Unsupported::NotResult(name.clone()))?;
+    let surface = surface(function, in_trait)?;
+    let mut output = Output::of(&function.sig.output).ok_or(Unsupported::NoOutput(name.clone()))?;
+    if matches!(output, Output::Value(_)) && !is_tool {
+        return Err(Unsupported::NotATool(name));
+    }
+    if let (Surface::Trait { .. }, Output::Result(ok_type)) = (&surface, &output) {
+        output = Output::Respond(ok_type.clone());
+    }
     let mut out = function.clone();
+    // The tool keeps the output schema its `Json<T>` return type gave it.
+    if let Some(structured) = json_inner_type(output.value_type()) {
+        keep_output_schema(&mut out.attrs, structured);
+    }
+    let (keys, called) = body(&mut out.block, &name, &output, helpers, false)?;
 
-    // 1. Every way out of the handler becomes a complete `CallToolResponse`.
-    Returns { ok_type: &ok_type }.visit_block_mut(&mut out.block);
-    if let Some(syn::Stmt::Expr(tail, None)) = out.block.stmts.last_mut() {
-        *tail = complete(&ok_type, tail);
+    // 3. The signature: the round's inputs in, the MRTR response out.
+    let error_type = result_error_type(&function.sig.output);
+    let resume: syn::Stmt = match &surface {
+        Surface::Tool => {
+            // The extractors are imported by the scaffold file (`super::imports`).
+            out.sig.inputs.push(syn::parse_quote!(
+                InputResponses(input_responses): InputResponses
+            ));
+            out.sig
+                .inputs
+                .push(syn::parse_quote!(RequestState(request_state): RequestState));
+            out.sig.output =
+                syn::parse_quote!(-> Result<rmcp::model::CallToolResponse, #error_type>);
+            syn::parse_quote! {
+                let mut rounds = mrtr::Rounds::resume(#name, request_state, input_responses)?;
+            }
+        }
+        Surface::Trait { params, response } => {
+            out.sig.output = syn::parse_quote!(-> Result<rmcp::model::#response, #error_type>);
+            syn::parse_quote! {
+                let mut rounds = mrtr::Rounds::resume(
+                    #name,
+                    #params.request_state.clone(),
+                    #params.input_responses.clone(),
+                )?;
+            }
+        }
+    };
+    out.block.stmts.insert(0, resume);
+    let mut asked: Vec<String> = keys.iter().map(|key| format!("`{key}`")).collect();
+    asked.extend(called.iter().map(|helper| format!("those of `{helper}`")));
+    let doc = format!(
+        " MRTR (MCP 2026-07-28) shape of `{name}`, generated by `cargo mcp-lint`: each round runs \
+         the handler from the top; input requests {} are answered through `inputResponses` and \
+         the sealed `requestState`. Review before use: the code before each request runs again \
+         on every round.",
+        asked.join(", ")
+    );
+    for (index, line) in doc_lines(&doc).iter().enumerate() {
+        out.attrs.insert(index, syn::parse_quote!(#[doc = #line]));
+    }
+    Ok(Rewritten {
+        function: out,
+        keys,
+        called,
+    })
+}
+
+/// A rewritten function, the keys of its input requests and the helpers (with an MRTR form) it
+/// calls.
+pub struct Rewritten<F> {
+    pub function: F,
+    pub keys: Vec<String>,
+    pub called: BTreeSet<String>,
+}
+
+/// The file's functions that make a request themselves, and those of them rewritten into their
+/// MRTR form (with the helpers they call in turn).
+#[derive(Default)]
+pub struct Helpers {
+    pub requesting: BTreeSet<String>,
+    pub rewritten: BTreeMap<String, Rewritten<syn::ItemFn>>,
+}
+
+impl Helpers {
+    /// The request helpers of `file`, each free `async fn` among them that takes the call
+    /// rewritten (to a fixed point: a helper may call another).
+    pub fn of(file: &syn::File, free_functions: &[&syn::ItemFn]) -> Self {
+        let mut helpers = Helpers {
+            requesting: request_helpers(file),
+            rewritten: BTreeMap::new(),
+        };
+        loop {
+            let mut grew = false;
+            for function in free_functions {
+                let name = function.sig.ident.to_string();
+                if !helpers.requesting.contains(&name) || helpers.rewritten.contains_key(&name) {
+                    continue;
+                }
+                if let Ok(rewritten) = helper(function, &helpers) {
+                    helpers.rewritten.insert(name, rewritten);
+                    grew = true;
+                }
+            }
+            if !grew {
+                return helpers;
+            }
+        }
+    }
+
+    /// `name` and every rewritten helper it reaches through the helpers it calls.
+    pub fn closure<'a>(&'a self, called: &BTreeSet<String>) -> Vec<&'a syn::ItemFn> {
+        let mut seen: BTreeSet<&str> = BTreeSet::new();
+        let mut pending: Vec<&str> = called.iter().map(String::as_str).collect();
+        let mut out = Vec::new();
+        while let Some(name) = pending.pop() {
+            if !seen.insert(name) {
+                continue;
+            }
+            if let Some(rewritten) = self.rewritten.get(name) {
+                out.push(&rewritten.function);
+                pending.extend(rewritten.called.iter().map(String::as_str));
+            }
+        }
+        out
+    }
+}
+
+/// The MRTR form of a free helper that makes a request itself: it takes the round state first
+/// (`rounds: &mut mrtr::Rounds`) and returns `Result<T, mrtr::Interrupt>`, `Err` when a request
+/// has no answer yet (the calling handler then ends the round) or a helper it calls failed.
+pub fn helper(
+    function: &syn::ItemFn,
+    helpers: &Helpers,
+) -> Result<Rewritten<syn::ItemFn>, Unsupported> {
+    let name = function.sig.ident.to_string();
+    if !takes_the_call(&function.sig) {
+        return Err(Unsupported::NoOrigin(name));
+    }
+    if function.sig.asyncness.is_none() {
+        return Err(Unsupported::NotAsync(name));
+    }
+    let value_type: syn::Type = match &function.sig.output {
+        syn::ReturnType::Default => syn::parse_quote!(()),
+        syn::ReturnType::Type(_, ty) => (**ty).clone(),
+    };
+    if matches!(value_type, syn::Type::ImplTrait(_)) {
+        return Err(Unsupported::NoOutput(name));
+    }
+    let output = Output::Helper(value_type.clone());
+    let mut out = function.clone();
+    let (keys, called) = body(&mut out.block, &name, &output, helpers, true)?;
+    if !matches!(out.block.stmts.last(), Some(syn::Stmt::Expr(_, None))) {
+        out.block
+            .stmts
+            .push(syn::Stmt::Expr(syn::parse_quote!(Ok(())), None));
+    }
+    // A type parameter a typed elicitation decodes into needs what decoding needs.
+    let original = quote::ToTokens::to_token_stream(&function.block).to_string();
+    for param in out.sig.generics.type_params_mut() {
+        let ident = &param.ident;
+        if original.contains(&format!("elicit :: < {ident} >"))
+            || original.contains(&format!("elicit_with_timeout :: < {ident} >"))
+        {
+            param
+                .bounds
+                .push(syn::parse_quote!(serde::de::DeserializeOwned));
+            param
+                .bounds
+                .push(syn::parse_quote!(rmcp::schemars::JsonSchema));
+        }
+    }
+    out.sig
+        .inputs
+        .insert(0, syn::parse_quote!(rounds: &mut mrtr::Rounds));
+    out.sig.output = syn::parse_quote!(-> Result<#value_type, mrtr::Interrupt>);
+    let doc = format!(
+        " MRTR (MCP 2026-07-28) shape of the helper `{name}`, generated by `cargo mcp-lint`: it \
+         takes the round state of the handler that calls it; a request without an answer yet \
+         (or a failure of a helper it calls) ends the round with `Err(Interrupt)`. Review its \
+         `?`s: an error they raise now ends the call."
+    );
+    for (index, line) in doc_lines(&doc).iter().enumerate() {
+        out.attrs.insert(index, syn::parse_quote!(#[doc = #line]));
+    }
+    Ok(Rewritten {
+        function: out,
+        keys,
+        called,
+    })
+}
+
+/// Rewrites `block` in place: its ways out through `output`, its requests as input requests
+/// (keys `<name>.<kind>.<n>`), the rewritable helpers it awaits given the round state. The keys
+/// and the helpers called; a request it cannot rewrite is an error, and so is none at all.
+fn body(
+    block: &mut syn::Block,
+    name: &str,
+    output: &Output,
+    helpers: &Helpers,
+    in_helper: bool,
+) -> Result<(Vec<String>, BTreeSet<String>), Unsupported> {
+    // A trailing `select! { .. }` is the value: an expression, like any other tail.
+    if let Some(last) = block.stmts.last_mut() {
+        if let syn::Stmt::Macro(stmt) = last {
+            if stmt.semi_token.is_none() {
+                let mac = syn::Expr::Macro(syn::ExprMacro {
+                    attrs: stmt.attrs.clone(),
+                    mac: stmt.mac.clone(),
+                });
+                *last = syn::Stmt::Expr(mac, None);
+            }
+        }
+    }
+
+    // 1. Every way out becomes a complete response (or the helper's `Ok`).
+    Returns { output }.visit_block_mut(block);
+    if let Some(syn::Stmt::Expr(tail, None)) = block.stmts.last_mut() {
+        *tail = output.complete(tail);
     }
 
     // 2. Every awaited request either has its answer or ends the round. A request in an
     //    unconditional position of a top-level statement is hoisted into a `let` before it.
     let mut sites = Sites {
-        handler: name.clone(),
+        handler: name.to_owned(),
+        output: output.clone(),
+        helpers: helpers
+            .requesting
+            .iter()
+            .filter(|helper| *helper != name)
+            .cloned()
+            .collect(),
+        rewritable: helpers.rewritten.keys().cloned().collect(),
+        server_requests: requests::sends_a_server_request(quote::ToTokens::to_token_stream(
+            &*block,
+        )),
+        called: BTreeSet::new(),
+        in_helper,
         keys: Vec::new(),
         error: None,
         depth: 0,
         hoisted: Vec::new(),
     };
     let mut statements = Vec::new();
-    for mut stmt in std::mem::take(&mut out.block.stmts) {
+    for mut stmt in std::mem::take(&mut block.stmts) {
         sites.depth = 0;
         sites.visit_stmt_mut(&mut stmt);
         for (binding, expr) in sites.hoisted.drain(..) {
@@ -82,43 +417,20 @@ pub fn handler(function: &syn::ImplItemFn) -> Result<(syn::ImplItemFn, Vec<Strin
         }
         statements.push(stmt);
     }
-    out.block.stmts = statements;
+    block.stmts = statements;
     if let Some(error) = sites.error {
         return Err(error);
     }
-    if sites.keys.is_empty() {
-        return Err(Unsupported::NoRequest(name));
+    if sites.keys.is_empty() && sites.called.is_empty() {
+        return Err(Unsupported::NoRequest(name.to_owned()));
     }
+    Ok((sites.keys, sites.called))
+}
 
-    // 3. The signature: the round's inputs in, `CallToolResponse` out.
-    // The extractors are imported by the scaffold file (`super::IMPORTS`).
-    out.sig.inputs.push(syn::parse_quote!(
-        InputResponses(input_responses): InputResponses
-    ));
-    out.sig
-        .inputs
-        .push(syn::parse_quote!(RequestState(request_state): RequestState));
-    let error_type = result_error_type(&function.sig.output);
-    out.sig.output = syn::parse_quote!(-> Result<rmcp::model::CallToolResponse, #error_type>);
-    let resume: syn::Stmt = syn::parse_quote! {
-        let mut rounds = mrtr::Rounds::resume(#name, request_state, input_responses)?;
-    };
-    out.block.stmts.insert(0, resume);
-    let doc = format!(
-        " MRTR (MCP 2026-07-28) shape of `{name}`, generated by `cargo mcp-lint`: each round runs \
-         the handler from the top; input requests {} are answered through `inputResponses` and \
-         the sealed `requestState`. Review before use: the code before each request runs again \
-         on every round.",
-        sites
-            .keys
-            .iter()
-            .map(|key| format!("`{key}`"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    // One `///` line per ~90 columns.
+/// `text` as `///` lines of about 90 columns.
+fn doc_lines(text: &str) -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
-    for word in doc.split_whitespace() {
+    for word in text.split_whitespace() {
         match lines.last_mut() {
             Some(line) if line.len() + word.len() < 90 => {
                 line.push(' ');
@@ -127,266 +439,5 @@ pub fn handler(function: &syn::ImplItemFn) -> Result<(syn::ImplItemFn, Vec<Strin
             _ => lines.push(word.to_owned()),
         }
     }
-    for (index, line) in lines.iter().enumerate() {
-        let line = format!(" {line}");
-        out.attrs.insert(index, syn::parse_quote!(#[doc = #line]));
-    }
-    Ok((out, sites.keys))
-}
-
-fn result_args(output: &syn::ReturnType) -> Option<Vec<&syn::Type>> {
-    let syn::ReturnType::Type(_, ty) = output else {
-        return None;
-    };
-    let syn::Type::Path(path) = &**ty else {
-        return None;
-    };
-    let last = path.path.segments.last()?;
-    if last.ident != "Result" {
-        return None;
-    }
-    let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
-        return None;
-    };
-    let types: Vec<&syn::Type> = args
-        .args
-        .iter()
-        .filter_map(|arg| match arg {
-            syn::GenericArgument::Type(ty) => Some(ty),
-            _ => None,
-        })
-        .collect();
-    (types.len() == 2).then_some(types)
-}
-
-fn result_ok_type(output: &syn::ReturnType) -> Option<syn::Type> {
-    result_args(output).map(|types| types[0].clone())
-}
-
-fn result_error_type(output: &syn::ReturnType) -> syn::Type {
-    result_args(output)
-        .map(|types| types[1].clone())
-        .unwrap_or_else(|| syn::parse_quote!(rmcp::ErrorData))
-}
-
-/// `mrtr::complete(EXPR)`; with the handler's `Ok` type spelled out for `Err(..)`, whose `Ok`
-/// type nothing else pins down.
-fn complete(ok_type: &syn::Type, expr: &syn::Expr) -> syn::Expr {
-    let is_err = matches!(expr, syn::Expr::Call(call)
-        if matches!(&*call.func, syn::Expr::Path(path) if path.path.is_ident("Err")));
-    if is_err {
-        syn::parse_quote!(mrtr::complete::<#ok_type>(#expr))
-    } else {
-        syn::parse_quote!(mrtr::complete(#expr))
-    }
-}
-
-/// `(EXPR).into()`, without the parentheses where they are not needed.
-fn into_string(expr: &syn::Expr) -> proc_macro2::TokenStream {
-    match expr {
-        syn::Expr::Lit(_)
-        | syn::Expr::Path(_)
-        | syn::Expr::Call(_)
-        | syn::Expr::MethodCall(_)
-        | syn::Expr::Macro(_)
-        | syn::Expr::Field(_) => quote!(#expr.into()),
-        _ => quote!((#expr).into()),
-    }
-}
-
-/// `return EXPR` → `return mrtr::complete(EXPR)`, outside closures, async blocks and items.
-struct Returns<'a> {
-    ok_type: &'a syn::Type,
-}
-
-impl VisitMut for Returns<'_> {
-    fn visit_expr_return_mut(&mut self, node: &mut syn::ExprReturn) {
-        if let Some(expr) = &mut node.expr {
-            self.visit_expr_mut(expr);
-            **expr = complete(self.ok_type, expr);
-        }
-    }
-
-    fn visit_expr_closure_mut(&mut self, _: &mut syn::ExprClosure) {}
-
-    fn visit_expr_async_mut(&mut self, _: &mut syn::ExprAsync) {}
-
-    fn visit_item_mut(&mut self, _: &mut syn::Item) {}
-}
-
-/// Replaces each `peer.<request>(..).await` with "the answer, or end the round".
-struct Sites {
-    handler: String,
-    keys: Vec<String>,
-    error: Option<Unsupported>,
-    /// How many conditional or scoped constructs (blocks, arms, branches, loops, lazy
-    /// operands) surround the current node within its top-level statement.
-    depth: usize,
-    /// Requests met at depth 0 of the current top-level statement: (binding, expression).
-    hoisted: Vec<(syn::Ident, syn::Expr)>,
-}
-
-impl Sites {
-    fn replacement(&mut self, call: &syn::ExprMethodCall) -> Option<syn::Expr> {
-        let method = call.method.to_string();
-        let kind = kind(&method)?;
-        let index = self.keys.len() + 1;
-        let key = format!("{}.{kind}.{index}", self.handler);
-        let args: Vec<&syn::Expr> = call.args.iter().collect();
-        let typed = call
-            .turbofish
-            .as_ref()
-            .and_then(|turbofish| turbofish.args.first())
-            .cloned();
-        let (request, answer) = match method.as_str() {
-            "create_elicitation" | "create_elicitation_with_timeout" => {
-                let params = args.first()?;
-                (
-                    quote!(rmcp::model::InputRequest::Elicitation(rmcp::model::ElicitRequest::new(#params))),
-                    quote!(mrtr::elicitation(answer)),
-                )
-            }
-            "elicit" | "elicit_with_timeout" => {
-                let message_text = into_string(args.first()?);
-                let Some(ty) = typed else {
-                    self.error = Some(Unsupported::UntypedElicit {
-                        handler: self.handler.clone(),
-                        index,
-                    });
-                    return None;
-                };
-                (
-                    quote!(rmcp::model::InputRequest::Elicitation(rmcp::model::ElicitRequest::new(
-                        rmcp::model::ElicitRequestParams::FormElicitationParams {
-                            meta: None,
-                            message: #message_text,
-                            requested_schema: mrtr::schema_of::<#ty>()?,
-                        }
-                    ))),
-                    quote!(mrtr::elicit::<#ty>(answer)),
-                )
-            }
-            "elicit_url" | "elicit_url_with_timeout" => {
-                let (message, url, id) = (
-                    into_string(args.first()?),
-                    args.get(1)?,
-                    into_string(args.get(2)?),
-                );
-                (
-                    quote!(rmcp::model::InputRequest::Elicitation(rmcp::model::ElicitRequest::new(
-                        rmcp::model::ElicitRequestParams::UrlElicitationParams {
-                            meta: None,
-                            message: #message,
-                            url: (#url).to_string(),
-                            elicitation_id: #id,
-                        }
-                    ))),
-                    quote!(mrtr::url_elicitation(answer)),
-                )
-            }
-            "create_message" => {
-                let params = args.first()?;
-                (
-                    quote!(rmcp::model::InputRequest::CreateMessage(rmcp::model::CreateMessageRequest::new(#params))),
-                    quote!(mrtr::sampling(answer)),
-                )
-            }
-            _ => (
-                // mcp-lint: allow(deprecated-roots) the scaffold asks for roots the way the legacy call did, now as an MRTR input request
-                quote!(rmcp::model::InputRequest::ListRoots(
-                    rmcp::model::ListRootsRequest::default()
-                )),
-                quote!(mrtr::roots(answer)),
-            ),
-        };
-        let answer_binding = format_ident!("answer", span = Span::call_site());
-        let expr: syn::Expr = syn::parse_quote! {
-            match rounds.answer(#key) {
-                Some(#answer_binding) => #answer,
-                None => return Ok(rounds.ask(#key, #request)?),
-            }
-        };
-        self.keys.push(key);
-        if self.depth == 0 {
-            let binding = format_ident!("{kind}_{index}");
-            self.hoisted.push((binding.clone(), expr));
-            return Some(syn::parse_quote!(#binding));
-        }
-        Some(expr)
-    }
-
-    fn nested(&mut self, visit: impl FnOnce(&mut Self)) {
-        self.depth += 1;
-        visit(self);
-        self.depth -= 1;
-    }
-}
-
-impl VisitMut for Sites {
-    fn visit_expr_mut(&mut self, node: &mut syn::Expr) {
-        if let syn::Expr::Await(awaited) = node {
-            if let syn::Expr::MethodCall(call) = &*awaited.base {
-                if let Some(replacement) = self.replacement(call) {
-                    *node = replacement;
-                    return;
-                }
-            }
-        }
-        syn::visit_mut::visit_expr_mut(self, node);
-    }
-
-    fn visit_block_mut(&mut self, node: &mut syn::Block) {
-        self.nested(|this| syn::visit_mut::visit_block_mut(this, node));
-    }
-
-    fn visit_arm_mut(&mut self, node: &mut syn::Arm) {
-        self.nested(|this| syn::visit_mut::visit_arm_mut(this, node));
-    }
-
-    fn visit_expr_if_mut(&mut self, node: &mut syn::ExprIf) {
-        self.visit_expr_mut(&mut node.cond);
-        self.nested(|this| {
-            this.visit_block_mut(&mut node.then_branch);
-            if let Some((_, otherwise)) = &mut node.else_branch {
-                this.visit_expr_mut(otherwise);
-            }
-        });
-    }
-
-    fn visit_expr_while_mut(&mut self, node: &mut syn::ExprWhile) {
-        self.nested(|this| syn::visit_mut::visit_expr_while_mut(this, node));
-    }
-
-    fn visit_expr_for_loop_mut(&mut self, node: &mut syn::ExprForLoop) {
-        self.visit_expr_mut(&mut node.expr);
-        self.nested(|this| this.visit_block_mut(&mut node.body));
-    }
-
-    fn visit_expr_loop_mut(&mut self, node: &mut syn::ExprLoop) {
-        self.nested(|this| syn::visit_mut::visit_expr_loop_mut(this, node));
-    }
-
-    fn visit_expr_binary_mut(&mut self, node: &mut syn::ExprBinary) {
-        self.visit_expr_mut(&mut node.left);
-        if matches!(node.op, syn::BinOp::And(_) | syn::BinOp::Or(_)) {
-            self.nested(|this| this.visit_expr_mut(&mut node.right));
-        } else {
-            self.visit_expr_mut(&mut node.right);
-        }
-    }
-
-    fn visit_local_mut(&mut self, node: &mut syn::Local) {
-        if let Some(init) = &mut node.init {
-            self.visit_expr_mut(&mut init.expr);
-            if let Some((_, diverge)) = &mut init.diverge {
-                self.nested(|this| this.visit_expr_mut(diverge));
-            }
-        }
-    }
-
-    fn visit_expr_closure_mut(&mut self, _: &mut syn::ExprClosure) {}
-
-    fn visit_expr_async_mut(&mut self, _: &mut syn::ExprAsync) {}
-
-    fn visit_item_mut(&mut self, _: &mut syn::Item) {}
+    lines.into_iter().map(|line| format!(" {line}")).collect()
 }

@@ -22,11 +22,18 @@ pub fn module(
     idents(super::items(scaffolds), &mut names);
 
     // Items reached by name, to a fixed point.
-    let mut included = vec![false; syntax.items.len()];
+    // The legacy forms of the helpers the scaffolds rewrite are replaced, never included.
+    let replaced = super::rewritten_helpers(scaffolds);
+    let mut included: Vec<bool> = syntax.items.iter().map(|_| false).collect();
+    let skip: Vec<bool> = syntax
+        .items
+        .iter()
+        .map(|item| item_name(item).is_some_and(|name| replaced.contains(&name)))
+        .collect();
     loop {
         let mut grew = false;
         for (index, item) in syntax.items.iter().enumerate() {
-            if included[index] {
+            if included[index] || skip[index] {
                 continue;
             }
             let reached = match item_name(item) {

@@ -18,9 +18,9 @@ pub fn module() -> TokenStream {
 
             use rmcp::handler::server::tool::IntoCallToolResult;
             use rmcp::model::{
-                CallToolResponse, CreateMessageResult, ElicitResult, ElicitationAction,
-                ElicitationSchema, InputRequest, InputRequests, InputRequiredResult,
-                ListRootsResult, RequestStateCodec,
+                CallToolResponse, ClientResult, CreateMessageResult, CustomResult, ElicitResult,
+                ElicitationAction, ElicitationSchema, InputRequest, InputRequests,
+                InputRequiredResult, ListRootsResult, RequestStateCodec, ServerRequest,
             };
             use rmcp::service::{ElicitationError, ServiceError};
             use rmcp::ErrorData;
@@ -29,24 +29,27 @@ pub fn module() -> TokenStream {
 
             /// What the sealed `requestState` carries from round to round: the handler it
             /// belongs to, the answers of earlier rounds (a client sends only the answers to the
-            /// last round's requests) and the key asked for last.
+            /// last round's requests) and the keys asked for last.
             #[derive(Default, serde::Serialize, serde::Deserialize)]
             struct State {
                 handler: String,
                 answers: BTreeMap<String, Value>,
-                asked: Option<String>,
+                asked: Vec<String>,
             }
 
             /// One call of an MRTR handler: the handler runs from the top on every round; each
-            /// input request either has its answer already or ends the round.
+            /// input request either has its answer already or ends the round. A request met
+            /// again in the same run (a loop, a helper called twice) gets its own key: the
+            /// second `KEY` is `KEY#2`, and so on, the same on every round.
             pub struct Rounds {
                 codec: RequestStateCodec,
                 state: State,
+                met: BTreeMap<String, usize>,
             }
 
             impl Rounds {
-                /// Opens the state of the previous round (if any) and takes the answer to what it
-                /// asked. A state that does not open, or belongs to another handler, is refused.
+                /// Opens the state of the previous round (if any) and takes the answers to what
+                /// it asked. A state that does not open, or belongs to another handler, is refused.
                 pub fn resume(
                     handler: &str,
                     request_state: Option<String>,
@@ -64,40 +67,82 @@ pub fn module() -> TokenStream {
                     };
                     if state.handler != handler {
                         return Err(ErrorData::invalid_params(
-                            "requestState belongs to another tool",
+                            "requestState belongs to another handler",
                             None,
                         ));
                     }
-                    if let (Some(asked), Some(mut responses)) = (state.asked.take(), input_responses)
-                    {
+                    let mut responses = input_responses.unwrap_or_default();
+                    for asked in std::mem::take(&mut state.asked) {
                         if let Some(answer) = responses.remove(&asked) {
                             state.answers.insert(asked, answer);
                         }
                     }
-                    Ok(Rounds { codec, state })
+                    Ok(Rounds {
+                        codec,
+                        state,
+                        met: BTreeMap::new(),
+                    })
                 }
 
-                /// The client's answer to the input request `key`, once it has one.
-                pub fn answer(&self, key: &str) -> Option<Value> {
-                    self.state.answers.get(key).cloned()
+                /// The key of the latest meeting of the request `key` in this run.
+                fn occurrence(&self, key: &str) -> String {
+                    match self.met.get(key) {
+                        Some(&count) if count > 1 => format!("{key}#{count}"),
+                        _ => key.to_owned(),
+                    }
                 }
 
-                /// Ends this round: `input_required` with `request` under `key` and the sealed state.
+                /// The client's answer to the input request `key` met now, once it has one.
+                pub fn answer(&mut self, key: &str) -> Option<Value> {
+                    *self.met.entry(key.to_owned()).or_default() += 1;
+                    self.state.answers.get(&self.occurrence(key)).cloned()
+                }
+
+                /// Ends this round: `input_required` with each request under its key and the
+                /// sealed state (`.into()` the handler's response type: tool, prompt or resource).
                 pub fn ask(
                     &mut self,
-                    key: &str,
-                    request: InputRequest,
-                ) -> Result<CallToolResponse, ErrorData> {
-                    self.state.asked = Some(key.to_owned());
+                    requests: impl IntoIterator<Item = (&'static str, InputRequest)>,
+                ) -> Result<InputRequiredResult, ErrorData> {
+                    let requests: InputRequests = requests
+                        .into_iter()
+                        .map(|(key, request)| (self.occurrence(key), request))
+                        .collect();
+                    self.state.asked = requests.keys().cloned().collect();
                     let sealed = self
                         .codec
                         .seal_json(&self.state)
                         .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-                    let requests = InputRequests::from([(key.to_owned(), request)]);
-                    Ok(CallToolResponse::InputRequired(InputRequiredResult::new(
-                        Some(requests),
-                        Some(sealed),
-                    )))
+                    Ok(InputRequiredResult::new(Some(requests), Some(sealed)))
+                }
+            }
+
+            /// What stops a helper that asks (it takes `&mut Rounds`): the round ends with its
+            /// input requests, or the helper failed. The handler that called it returns either.
+            pub enum Interrupt {
+                Ask(InputRequiredResult),
+                Error(ErrorData),
+            }
+
+            impl From<InputRequiredResult> for Interrupt {
+                fn from(result: InputRequiredResult) -> Self {
+                    Interrupt::Ask(result)
+                }
+            }
+
+            impl From<ErrorData> for Interrupt {
+                fn from(error: ErrorData) -> Self {
+                    Interrupt::Error(error)
+                }
+            }
+
+            impl Interrupt {
+                /// What the calling handler returns: `input_required`, or the helper's error.
+                pub fn end<R: From<InputRequiredResult>>(self) -> Result<R, ErrorData> {
+                    match self {
+                        Interrupt::Ask(result) => Ok(result.into()),
+                        Interrupt::Error(error) => Err(error),
+                    }
                 }
             }
 
@@ -116,6 +161,18 @@ pub fn module() -> TokenStream {
                 result: Result<T, ErrorData>,
             ) -> Result<CallToolResponse, ErrorData> {
                 result?.into_call_tool_result()
+            }
+
+            /// A `ServerHandler` method's own result, as its MRTR response (`GetPromptResult`
+            /// → `GetPromptResponse`, `ReadResourceResult` → `ReadResourceResponse`, ...).
+            pub fn respond<T: Into<R>, R, E>(result: Result<T, E>) -> Result<R, E> {
+                result.map(Into::into)
+            }
+
+            /// The handler's own value (`String`, `CallToolResult`, `Json<T>`, any
+            /// `IntoCallToolResult`), as a complete `tools/call` response.
+            pub fn done<T: IntoCallToolResult>(value: T) -> Result<CallToolResponse, ErrorData> {
+                value.into_call_tool_result()
             }
 
             /// The form schema of a typed elicitation (`elicit::<T>`).
@@ -159,6 +216,37 @@ pub fn module() -> TokenStream {
             /// What `create_message(..).await` returned.
             pub fn sampling(answer: Value) -> Result<CreateMessageResult, ServiceError> {
                 decode(answer)
+            }
+
+            /// The input request a legacy `ServerRequest` sent by hand stands for.
+            pub fn input_request(request: ServerRequest) -> Result<InputRequest, ErrorData> {
+                match request {
+                    ServerRequest::CreateMessageRequest(request) => {
+                        Ok(InputRequest::CreateMessage(request))
+                    }
+                    ServerRequest::ElicitRequest(request) => Ok(InputRequest::Elicitation(request)),
+                    ServerRequest::ListRootsRequest(request) => Ok(InputRequest::ListRoots(request)),
+                    _ => Err(ErrorData::internal_error(
+                        "this request has no MRTR input request",
+                        None,
+                    )),
+                }
+            }
+
+            /// What `send_request(request).await` returned: the answer as the `ClientResult`
+            /// of the request's kind.
+            pub fn client_result(
+                request: &ServerRequest,
+                answer: Value,
+            ) -> Result<ClientResult, ServiceError> {
+                Ok(match request {
+                    ServerRequest::CreateMessageRequest(_) => {
+                        decode::<CreateMessageResult>(answer)?.into()
+                    }
+                    ServerRequest::ElicitRequest(_) => decode::<ElicitResult>(answer)?.into(),
+                    ServerRequest::ListRootsRequest(_) => decode::<ListRootsResult>(answer)?.into(),
+                    _ => decode::<CustomResult>(answer)?.into(),
+                })
             }
 
             /// What `list_roots().await` returned.

@@ -21,21 +21,50 @@ fn every_mid_call_handler_of_the_legacy_server_is_scaffolded() {
             )
         })
         .collect();
+    // The handlers whose requests their helpers make (`sample`, `fetch_roots`) too: those
+    // helpers take the round state, and `ask_three`'s `tokio::join!` asks in one round.
     assert_eq!(
         handlers,
         [
             ("ask_name", vec!["ask_name.elicitation.1"]),
             ("confirm_delete", vec!["confirm_delete.elicitation.1"]),
             ("connect_account", vec!["connect_account.elicitation.1"]),
+            // The legacy -32042 error: a URL-mode input request.
+            ("open_vault", vec!["open_vault.elicitation.1"]),
+            ("summarize", vec![]),
+            ("list_workspace_roots", vec![]),
             (
                 "ask_twice",
                 vec!["ask_twice.elicitation.1", "ask_twice.elicitation.2"]
             ),
+            ("ask_three", vec!["ask_three.elicitation.1"]),
+            ("rounds", vec![]),
         ]
     );
-    // `ask_three` starts its requests inside `tokio::join!`: reported, not guessed.
-    let skipped: Vec<&str> = skipped.iter().map(|s| s.handler.as_str()).collect();
-    assert_eq!(skipped, ["ask_three"]);
+    assert!(skipped.is_empty(), "{skipped:?}");
+    let three = scaffolds.iter().find(|s| s.handler == "ask_three").unwrap();
+    let helpers: Vec<String> = three
+        .helpers
+        .iter()
+        .map(|h| h.sig.ident.to_string())
+        .collect();
+    assert_eq!(helpers.len(), 2, "{helpers:?}");
+    for helper in ["sample", "fetch_roots"] {
+        assert!(helpers.iter().any(|h| h == helper), "{helpers:?}");
+    }
+    let text = render(
+        std::path::Path::new("src/main.rs"),
+        std::slice::from_ref(three),
+    );
+    for expected in [
+        "match sample(&mut rounds, &peer, \"Greet the user in one sentence.\").await {",
+        "Err(interrupt) => return interrupt.end(),",
+        "async fn sample(rounds: &mut mrtr::Rounds, peer: &Peer<RoleServer>, prompt: &str)",
+        "-> Result<Result<String, McpError>, mrtr::Interrupt>",
+        "return Err(rounds.ask([(\"sample.sampling.1\",",
+    ] {
+        assert!(holds(&text, expected), "missing `{expected}` in\n{text}");
+    }
 }
 
 #[test]
@@ -84,13 +113,22 @@ fn lines_outside_handlers_and_unsupported_handlers_are_clear_errors() {
         + 1;
     let error = scaffold_at(&file, echo).unwrap_err();
     assert!(error.contains("`echo` is not `async`"), "{error}");
-    let three = LEGACY_SERVER
-        .lines()
-        .position(|l| l.contains("async fn ask_three("))
-        .unwrap()
-        + 1;
-    let error = scaffold_at(&file, three).unwrap_err();
-    assert!(error.contains("`ask_three` awaits no"), "{error}");
+    // A helper with no MRTR form (not `async`): its caller is refused, naming it; the helper
+    // itself is named with its callers.
+    let blocking = SourceFile::new(
+        "x.rs".into(),
+        "impl S {\n#[tool]\nasync fn f(&self, peer: Peer<RoleServer>) -> Result<CallToolResult, \
+         McpError> {\nOk(roots(&peer))\n}\n}\nfn roots(peer: &Peer<RoleServer>) -> usize {\n\
+         block_on(peer.list_roots()).map_or(0, |r| r.roots.len())\n}\n"
+            .into(),
+    );
+    let error = scaffold_at(&blocking, 3).unwrap_err();
+    assert!(
+        error.contains("`f`: the request inside the helper `roots` is not rewritten"),
+        "{error}"
+    );
+    let error = scaffold_at(&blocking, 8).unwrap_err();
+    assert!(error.contains("`roots` is not `async`"), "{error}");
     let broken = SourceFile::new("x.rs".into(), "fn (".into());
     assert!(file_scaffolds(&broken)
         .unwrap_err()
@@ -112,4 +150,89 @@ fn untyped_elicit_is_reported_not_guessed() {
         skipped[0].reason.contains("`elicit` without a type"),
         "{skipped:?}"
     );
+}
+
+const RETURN_TYPES: &str = include_str!(
+    "../../../tests/fixtures/lint/server-initiated-request/src/positive_return_types.rs"
+);
+
+fn scaffold_of(source: &str, handler: &str) -> String {
+    let file = SourceFile::new("src/tools.rs".into(), source.to_owned());
+    let line = source
+        .lines()
+        .position(|l| l.contains(&format!("async fn {handler}(")))
+        .unwrap()
+        + 1;
+    let scaffold = scaffold_at(&file, line).unwrap();
+    assert_eq!(scaffold.handler, handler);
+    render(std::path::Path::new("src/tools.rs"), &[scaffold])
+}
+
+/// Whether `text` holds `expected`, whitespace and commas aside (the layout, trailing commas
+/// included, is prettyplease's).
+fn holds(text: &str, expected: &str) -> bool {
+    let squeeze = |s: &str| s.replace(',', " ").split_whitespace().collect::<String>();
+    squeeze(text).contains(&squeeze(expected))
+}
+
+#[test]
+fn tools_returning_a_value_are_wrapped_not_refused() {
+    // `-> String`: the tail and the early `return` become complete results of that type.
+    let text = scaffold_of(RETURN_TYPES, "ask_name");
+    for expected in [
+        "-> Result<rmcp::model::CallToolResponse, rmcp::ErrorData>",
+        "return mrtr::done::<String>(format!(\"Could not ask: {error}\"))",
+        "Some(answer) => mrtr::elicitation(answer)",
+        "pub fn done<T: IntoCallToolResult>(value: T)",
+    ] {
+        assert!(holds(&text, expected), "missing `{expected}` in\n{text}");
+    }
+    let text = scaffold_of(RETURN_TYPES, "nickname");
+    assert!(
+        holds(&text, "mrtr::done::<CallToolResult>(match answer {"),
+        "{text}"
+    );
+    let text = scaffold_of(RETURN_TYPES, "content");
+    assert!(holds(&text, "return mrtr::done::<Content>("), "{text}");
+}
+
+#[test]
+fn structured_tools_keep_their_output_schema() {
+    let text = scaffold_of(RETURN_TYPES, "structured");
+    assert!(
+        holds(
+            &text,
+            "output_schema = rmcp::handler::server::tool::schema_for_output::<Greeting>()"
+        ),
+        "{text}"
+    );
+    assert!(
+        holds(&text, "mrtr::done::<Json<Greeting>>(Json(Greeting"),
+        "{text}"
+    );
+    // A bare `#[tool]` gains the argument list; `Result<Json<T>, E>` keeps `complete`.
+    let text = scaffold_of(RETURN_TYPES, "structured_or_error");
+    assert!(
+        holds(
+            &text,
+            "#[tool(output_schema = rmcp::handler::server::tool::schema_for_output::<Greeting>())]"
+        ),
+        "{text}"
+    );
+    assert!(
+        holds(&text, "mrtr::complete::<Json<Greeting>>(Err("),
+        "{text}"
+    );
+}
+
+#[test]
+fn handlers_returning_nothing_are_refused_with_the_reason() {
+    let file = SourceFile::new(
+        "x.rs".into(),
+        "impl S { async fn f(&self, peer: Peer<RoleServer>) { \
+         let _ = peer.list_roots().await; } }"
+            .into(),
+    );
+    let error = scaffold_at(&file, 1).unwrap_err();
+    assert!(error.contains("`f` returns nothing"), "{error}");
 }

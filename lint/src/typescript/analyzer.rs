@@ -8,9 +8,10 @@ use std::sync::Arc;
 
 use mcp_migrate_rules::{FixAvailability, RuleId};
 use oxc_ast::ast::{
-    Argument, CallExpression, Expression, Function, MethodDefinition, NewExpression,
-    ObjectExpression, ObjectProperty, ObjectPropertyKind, Program, StaticMemberExpression,
-    UnaryExpression, UnaryOperator,
+    Argument, AssignmentExpression, BindingPattern, CallExpression, Expression, Function,
+    MethodDefinition, NewExpression, ObjectExpression, ObjectProperty, ObjectPropertyKind, Program,
+    PropertyDefinition, PropertyKey, StaticMemberExpression, SwitchCase, TSEnumMember,
+    UnaryExpression, UnaryOperator, VariableDeclarator,
 };
 use oxc_ast_visit::{walk, Visit};
 use oxc_span::{GetSpan, Span};
@@ -18,14 +19,18 @@ use oxc_syntax::scope::ScopeFlags;
 
 use rustc_hash::FxHashSet;
 
-use super::imports::Bindings;
+use super::imports::{holder_key, Bindings};
+use super::security;
 use super::shapes::{byte_span, property, property_extent, static_string};
 use super::surface::{
-    defines_sender, is_modern_callee, is_modern_receiver, is_send_callee, rule_help,
-    HANDLER_SCHEMAS, METHODS, SERVER_NAMES,
+    defines_handler, defines_sender, is_modern_callee, is_modern_receiver, is_send_callee,
+    rule_help, HANDLER_SCHEMAS, METHODS, SERVER_NAMES,
 };
 use crate::diagnostic::{Diagnostic, SourceFile};
 use crate::fix::{Edit, Fix};
+use crate::rust::words;
+
+mod security_rules;
 
 /// Lints a parsed program.
 pub(super) fn lint_program(file: &Arc<SourceFile>, program: &Program<'_>) -> Vec<Diagnostic> {
@@ -38,6 +43,8 @@ pub(super) fn lint_program(file: &Arc<SourceFile>, program: &Program<'_>) -> Vec
         modern_call: 0,
         unsent: FxHashSet::default(),
         function: None,
+        non_mrtr_handler: None,
+        code_definitions: FxHashSet::default(),
     };
     analyzer.visit_program(program);
     let mut diagnostics = analyzer.diagnostics;
@@ -60,6 +67,14 @@ struct Analyzer<'f, 'b> {
     unsent: FxHashSet<u32>,
     /// The name of the innermost named function, method or object method being walked.
     function: Option<String>,
+    /// Inside the handler of a request other than `tools/call`, `resources/read` and
+    /// `prompts/get` (`setRequestHandler(ListToolsRequestSchema, ..)`, `case "tools/list":`):
+    /// how that method is written.
+    non_mrtr_handler: Option<String>,
+    /// The start of each `-32042` that defines the code under its name (`enum ErrorCode {
+    /// UrlElicitationRequired = -32042 }`, compiled `E[E["UrlElicitationRequired"] = -32042]`,
+    /// `{ UrlElicitationRequired: -32042 }`): the SDK's own definitions, bundled or not.
+    code_definitions: FxHashSet<u32>,
 }
 
 impl Analyzer<'_, '_> {
@@ -93,6 +108,30 @@ impl Analyzer<'_, '_> {
             // `this.#server` (a private field).
             Expression::PrivateFieldExpression(member) => {
                 self.is_server_field(&member.object, member.field.name.as_str())
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether an expression is a binding or `this` field holding the SDK's `Client`.
+    fn is_client(&self, expression: &Expression<'_>) -> bool {
+        match expression.get_inner_expression() {
+            Expression::Identifier(identifier) => {
+                self.bindings.clients.contains(identifier.name.as_str())
+            }
+            Expression::StaticMemberExpression(member) => {
+                matches!(member.object, Expression::ThisExpression(_))
+                    && self
+                        .bindings
+                        .client_fields
+                        .contains(member.property.name.as_str())
+            }
+            Expression::PrivateFieldExpression(member) => {
+                matches!(member.object, Expression::ThisExpression(_))
+                    && self
+                        .bindings
+                        .client_fields
+                        .contains(member.field.name.as_str())
             }
             _ => false,
         }
@@ -154,6 +193,13 @@ impl Analyzer<'_, '_> {
                 "log to stderr or through OpenTelemetry",
                 None,
             ),
+            "setLoggingLevel" if self.is_client(receiver) => self.report(
+                RuleId::DeprecatedLogging,
+                span,
+                "`setLoggingLevel` sends `logging/setLevel`: protocol logging is deprecated in MCP 2026-07-28".into(),
+                "drop the call; read the server's stderr or its OpenTelemetry signals",
+                None,
+            ),
             "createElicitationCompletionNotifier" if distinctive => self.report(
                 RuleId::ElicitationCompleteNotification,
                 span,
@@ -168,7 +214,12 @@ impl Analyzer<'_, '_> {
                 // SDK 2.x registers handlers by method string.
                 if let Some(method) = static_string(schema) {
                     let handled = METHODS.iter().find(|(m, _, request)| *m == method && !request);
-                    if let Some((_, Some(rule), _)) = handled {
+                    // The SDK's own registration of the handler (a bundled SDK) is not a use.
+                    let defined = self
+                        .function
+                        .as_deref()
+                        .is_some_and(|function| defines_handler(function, method));
+                    if let (Some((_, Some(rule), _)), false) = (handled, defined) {
                         self.report(
                             *rule,
                             schema.span(),
@@ -253,34 +304,73 @@ impl Analyzer<'_, '_> {
             let Some(capabilities) = property(options, "capabilities") else {
                 continue;
             };
-            let Expression::ObjectExpression(capabilities) =
+            if let Expression::ObjectExpression(capabilities) =
                 capabilities.value.get_inner_expression()
-            else {
-                continue;
-            };
-            let Some(logging) = property(capabilities, "logging") else {
-                continue;
-            };
-            let fix = Fix::new(
-                FixAvailability::Unsafe,
-                "remove the `logging` capability",
-                vec![Edit::delete(property_extent(
-                    &self.file.text,
-                    capabilities,
-                    logging,
-                ))],
-            );
+            {
+                self.logging_in(capabilities);
+            }
+        }
+    }
+
+    /// The `logging` key of a capabilities object literal.
+    fn logging_in(&mut self, capabilities: &ObjectExpression<'_>) {
+        let Some(logging) = property(capabilities, "logging") else {
+            return;
+        };
+        let fix = Fix::new(
+            FixAvailability::Unsafe,
+            "remove the `logging` capability",
+            vec![Edit::delete(property_extent(
+                &self.file.text,
+                capabilities,
+                logging,
+            ))],
+        );
+        self.report(
+            RuleId::DeprecatedLogging,
+            logging.key.span(),
+            "the `logging` capability makes the server accept `logging/setLevel` and send `notifications/message`, deprecated in MCP 2026-07-28".into(),
+            "drop the capability and log to stderr or through OpenTelemetry",
+            Some(fix),
+        );
+    }
+
+    /// `caps.logging = {}` / `this.#capabilities.logging = {}` on a capabilities object given
+    /// to a `Server` / `McpServer` in this file (fastmcp fills it in before `new Server(..)`).
+    fn logging_assigned(&mut self, assignment: &AssignmentExpression<'_>) {
+        let Some(member) = assignment.left.as_member_expression() else {
+            return;
+        };
+        let Some((span, "logging")) = member.static_property_info() else {
+            return;
+        };
+        if holder_key(member.object())
+            .is_some_and(|key| self.bindings.capability_holders.contains(&key))
+        {
             self.report(
                 RuleId::DeprecatedLogging,
-                logging.key.span(),
+                span,
                 "the `logging` capability makes the server accept `logging/setLevel` and send `notifications/message`, deprecated in MCP 2026-07-28".into(),
                 "drop the capability and log to stderr or through OpenTelemetry",
-                Some(fix),
+                None,
             );
         }
     }
 
+    /// `const caps = { logging: {} }` / `#capabilities = { logging: {} }` of a capabilities
+    /// object given to a `Server` / `McpServer` by name.
+    fn holder_initialized(&mut self, key: &str, init: Option<&Expression<'_>>) {
+        if let Some(Expression::ObjectExpression(capabilities)) =
+            init.map(Expression::get_inner_expression)
+        {
+            if self.bindings.capability_holders.contains(key) {
+                self.logging_in(capabilities);
+            }
+        }
+    }
+
     fn object(&mut self, object: &ObjectExpression<'_>) {
+        self.security(object);
         let unsent = self.unsent.contains(&object.span.start);
         for kind in &object.properties {
             let ObjectPropertyKind::ObjectProperty(property) = kind else {
@@ -355,24 +445,108 @@ impl Analyzer<'_, '_> {
     }
 }
 
+/// The start of `value` when it is `-32042` bound to a name that says so
+/// (`UrlElicitationRequired`, `URL_ELICITATION_REQUIRED`).
+fn code_definition(name: Option<&str>, value: &Expression<'_>) -> Option<u32> {
+    let Expression::UnaryExpression(unary) = value.get_inner_expression() else {
+        return None;
+    };
+    let is_code = unary.operator == UnaryOperator::UnaryNegation
+        && matches!(&unary.argument, Expression::NumericLiteral(number) if number.value == 32042.0);
+    (is_code && words::words(name?) == ["url", "elicitation", "required"])
+        .then_some(unary.span.start)
+}
+
 impl<'a> Visit<'a> for Analyzer<'_, '_> {
+    fn visit_assignment_expression(&mut self, it: &AssignmentExpression<'a>) {
+        self.logging_assigned(it);
+        let name = it
+            .left
+            .as_member_expression()
+            .and_then(|member| member.static_property_name());
+        self.code_definitions
+            .extend(code_definition(name, &it.right));
+        walk::walk_assignment_expression(self, it);
+    }
+
+    fn visit_ts_enum_member(&mut self, it: &TSEnumMember<'a>) {
+        if let Some(initializer) = &it.initializer {
+            let name = it.id.static_name();
+            self.code_definitions
+                .extend(code_definition(Some(name.as_str()), initializer));
+        }
+        walk::walk_ts_enum_member(self, it);
+    }
+
+    fn visit_variable_declarator(&mut self, it: &VariableDeclarator<'a>) {
+        if let BindingPattern::BindingIdentifier(local) = &it.id {
+            self.holder_initialized(local.name.as_str(), it.init.as_ref());
+        }
+        walk::walk_variable_declarator(self, it);
+    }
+
+    fn visit_property_definition(&mut self, it: &PropertyDefinition<'a>) {
+        if !self.bindings.capability_holders.is_empty() {
+            let key = match &it.key {
+                PropertyKey::PrivateIdentifier(private) => Some(format!("this.#{}", private.name)),
+                key => key.static_name().map(|name| format!("this.{name}")),
+            };
+            if let Some(key) = key {
+                self.holder_initialized(&key, it.value.as_ref());
+            }
+        }
+        walk::walk_property_definition(self, it);
+    }
+
+    fn visit_switch_case(&mut self, it: &SwitchCase<'a>) {
+        // `case "tools/list":` in a hand-rolled router: its statements answer that method.
+        let method = it
+            .test
+            .as_ref()
+            .and_then(static_string)
+            .filter(|text| security::is_method_string(text));
+        match method {
+            Some(method) => {
+                let handled = (!security::is_mrtr_method(method)).then(|| method.to_owned());
+                let outer = std::mem::replace(&mut self.non_mrtr_handler, handled);
+                walk::walk_switch_case(self, it);
+                self.non_mrtr_handler = outer;
+            }
+            None => walk::walk_switch_case(self, it),
+        }
+    }
+
     fn visit_call_expression(&mut self, it: &CallExpression<'a>) {
         if let Expression::StaticMemberExpression(member) = it.callee.get_inner_expression() {
             self.method_call(it, member);
         }
-        if !is_send_callee(&it.callee) {
-            for argument in &it.arguments {
-                if let Some(Expression::ObjectExpression(object)) = argument
-                    .as_expression()
-                    .map(Expression::get_inner_expression)
-                {
-                    self.unsent.insert(object.span.start);
-                }
+        // The callee's name is only read for a call given an object literal.
+        let mut objects = it.arguments.iter().filter_map(|argument| {
+            match argument
+                .as_expression()
+                .map(Expression::get_inner_expression)
+            {
+                Some(Expression::ObjectExpression(object)) => Some(object.span.start),
+                _ => None,
+            }
+        });
+        if let Some(first) = objects.next() {
+            if !is_send_callee(&it.callee) {
+                self.unsent.insert(first);
+                self.unsent.extend(objects);
             }
         }
+        self.input_required_call(it);
         let modern = is_modern_callee(&it.callee);
         self.modern_call += usize::from(modern);
-        walk::walk_call_expression(self, it);
+        match self.handled_method(it) {
+            Some(handled) => {
+                let outer = std::mem::replace(&mut self.non_mrtr_handler, handled);
+                walk::walk_call_expression(self, it);
+                self.non_mrtr_handler = outer;
+            }
+            None => walk::walk_call_expression(self, it),
+        }
         self.modern_call -= usize::from(modern);
     }
 
@@ -387,6 +561,11 @@ impl<'a> Visit<'a> for Analyzer<'_, '_> {
     }
 
     fn visit_object_property(&mut self, it: &ObjectProperty<'a>) {
+        if !it.computed && matches!(it.value, Expression::UnaryExpression(_)) {
+            let name = it.key.static_name();
+            self.code_definitions
+                .extend(code_definition(name.as_deref(), &it.value));
+        }
         let inputs = !it.computed && it.key.static_name().as_deref() == Some("inputRequests");
         self.input_requests += usize::from(inputs);
         let is_function = matches!(
@@ -437,7 +616,10 @@ impl<'a> Visit<'a> for Analyzer<'_, '_> {
     }
 
     fn visit_unary_expression(&mut self, it: &UnaryExpression<'a>) {
-        if it.operator == UnaryOperator::UnaryNegation && self.bindings.uses_sdk {
+        if it.operator == UnaryOperator::UnaryNegation
+            && self.bindings.uses_sdk
+            && !self.code_definitions.contains(&it.span.start)
+        {
             if let Expression::NumericLiteral(number) = &it.argument {
                 if number.value == 32042.0 {
                     self.report(

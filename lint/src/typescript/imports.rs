@@ -11,8 +11,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use oxc_ast::ast::TSType;
 use oxc_ast::ast::{
     Argument, AssignmentExpression, AssignmentTarget, BindingPattern, Expression, FormalParameter,
-    ImportDeclaration, ImportDeclarationSpecifier, PropertyDefinition, TSTypeAnnotation,
-    TSTypeName, VariableDeclarator,
+    ImportDeclaration, ImportDeclarationSpecifier, NewExpression, PropertyDefinition,
+    TSTypeAnnotation, TSTypeName, VariableDeclarator,
 };
 use oxc_ast_visit::{walk, Visit};
 
@@ -24,6 +24,9 @@ const SDK_SCOPE: &str = "@modelcontextprotocol/";
 
 /// The SDK's server classes (`McpServer.server` is the low-level `Server`).
 const SERVER_CLASSES: &[&str] = &["Server", "McpServer"];
+
+/// The SDK's client class.
+const CLIENT_CLASSES: &[&str] = &["Client"];
 
 /// Whether a module specifier is (a deep import of) the legacy SDK.
 pub fn is_sdk_module(specifier: &str) -> bool {
@@ -45,6 +48,15 @@ pub struct Bindings {
     pub servers: FxHashSet<String>,
     /// Class fields (`this.x`) holding a `Server` / `McpServer`.
     pub server_fields: FxHashSet<String>,
+    /// Variables and parameters holding a `Client`, and class fields (`this.x`) holding one.
+    pub clients: FxHashSet<String>,
+    pub client_fields: FxHashSet<String>,
+    /// The capabilities objects a `Server` / `McpServer` is given by name (`{ capabilities:
+    /// caps }`, `{ capabilities: this.#capabilities }`), as [`holder_key`] writes them.
+    pub capability_holders: FxHashSet<String>,
+    /// Variables bound to plain serialised data (`const state = JSON.stringify(..)`), for
+    /// `unsigned-request-state`.
+    pub plain_values: FxHashSet<String>,
 }
 
 impl Bindings {
@@ -65,9 +77,11 @@ impl Bindings {
     }
 
     /// The SDK export an expression names: an imported name (`Server`, `S` for `Server as S`)
-    /// or a member of an SDK namespace (`sdk.SSEServerTransport`).
+    /// or a member of an SDK namespace (`sdk.SSEServerTransport`), also as compiled CommonJS
+    /// writes it (`new (0, _indexjs.Server)(..)`: a sequence's last expression).
     pub fn sdk_name<'e>(&'e self, expression: &'e Expression<'_>) -> Option<&'e str> {
         match expression.get_inner_expression() {
+            Expression::SequenceExpression(sequence) => self.sdk_name(sequence.expressions.last()?),
             Expression::Identifier(identifier) => {
                 self.names.get(identifier.name.as_str()).map(String::as_str)
             }
@@ -87,16 +101,36 @@ impl Bindings {
 
     /// Whether an expression creates an SDK server (`new McpServer(..)`).
     fn is_new_server(&self, expression: &Expression<'_>) -> bool {
+        self.is_new_of(expression, SERVER_CLASSES)
+    }
+
+    /// Whether an expression creates one of the SDK's `classes`.
+    fn is_new_of(&self, expression: &Expression<'_>, classes: &[&str]) -> bool {
         match expression.get_inner_expression() {
             Expression::NewExpression(new) => self
                 .sdk_name(&new.callee)
-                .is_some_and(|name| SERVER_CLASSES.contains(&name)),
+                .is_some_and(|name| classes.contains(&name)),
             _ => false,
         }
     }
 
     /// Whether a type annotation names an SDK server class.
     fn is_server_type(&self, annotation: Option<&TSTypeAnnotation<'_>>) -> bool {
+        self.is_type_of(annotation, SERVER_CLASSES)
+    }
+
+    /// Whether a binding's initial value or type is the SDK's `Client`.
+    fn is_client(
+        &self,
+        init: Option<&Expression<'_>>,
+        annotation: Option<&TSTypeAnnotation<'_>>,
+    ) -> bool {
+        init.is_some_and(|init| self.is_new_of(init, CLIENT_CLASSES))
+            || self.is_type_of(annotation, CLIENT_CLASSES)
+    }
+
+    /// Whether a type annotation names one of the SDK's `classes`.
+    fn is_type_of(&self, annotation: Option<&TSTypeAnnotation<'_>>, classes: &[&str]) -> bool {
         let Some(TSType::TSTypeReference(reference)) =
             annotation.map(|annotation| &annotation.type_annotation)
         else {
@@ -116,7 +150,30 @@ impl Bindings {
             },
             TSTypeName::ThisExpression(_) => None,
         };
-        name.is_some_and(|name| SERVER_CLASSES.contains(&name))
+        name.is_some_and(|name| classes.contains(&name))
+    }
+
+    /// `new Server(info, { capabilities: caps })`: remembers `caps` when it is a name.
+    fn capabilities_given(&mut self, new: &NewExpression<'_>) {
+        if !self
+            .sdk_name(&new.callee)
+            .is_some_and(|name| SERVER_CLASSES.contains(&name))
+        {
+            return;
+        }
+        for argument in &new.arguments {
+            let Some(Expression::ObjectExpression(options)) = argument
+                .as_expression()
+                .map(Expression::get_inner_expression)
+            else {
+                continue;
+            };
+            if let Some(key) = super::shapes::property(options, "capabilities")
+                .and_then(|capabilities| holder_key(&capabilities.value))
+            {
+                self.capability_holders.insert(key);
+            }
+        }
     }
 
     fn import(&mut self, import: &ImportDeclaration<'_>) {
@@ -178,6 +235,25 @@ impl Bindings {
     }
 }
 
+/// How [`Bindings::capability_holders`] names a holder: a variable as itself, a field of
+/// `this` as `this.name` / `this.#name`.
+pub fn holder_key(expression: &Expression<'_>) -> Option<String> {
+    match expression.get_inner_expression() {
+        Expression::Identifier(identifier) => Some(identifier.name.to_string()),
+        Expression::StaticMemberExpression(member)
+            if matches!(member.object, Expression::ThisExpression(_)) =>
+        {
+            Some(format!("this.{}", member.property.name))
+        }
+        Expression::PrivateFieldExpression(member)
+            if matches!(member.object, Expression::ThisExpression(_)) =>
+        {
+            Some(format!("this.#{}", member.field.name))
+        }
+        _ => None,
+    }
+}
+
 /// The module of `require("m")`, `await import("m")`, and of those followed by `.member`.
 fn required_module<'e>(init: &'e Expression<'_>) -> Option<(&'e str, Option<&'e str>)> {
     match init.get_inner_expression() {
@@ -218,10 +294,22 @@ impl<'a> Visit<'a> for Collector<'_> {
                 {
                     self.bindings.servers.insert(local.name.to_string());
                 }
+                if self
+                    .bindings
+                    .is_client(Some(init), it.type_annotation.as_deref())
+                {
+                    self.bindings.clients.insert(local.name.to_string());
+                }
+                if super::security::is_plain_state(init, &|_| false) {
+                    self.bindings.plain_values.insert(local.name.to_string());
+                }
             }
         } else if let BindingPattern::BindingIdentifier(local) = &it.id {
             if self.bindings.is_server_type(it.type_annotation.as_deref()) {
                 self.bindings.servers.insert(local.name.to_string());
+            }
+            if self.bindings.is_client(None, it.type_annotation.as_deref()) {
+                self.bindings.clients.insert(local.name.to_string());
             }
         }
         walk::walk_variable_declarator(self, it);
@@ -234,6 +322,12 @@ impl<'a> Visit<'a> for Collector<'_> {
                 // `constructor(private server: McpServer)` is also a field.
                 if it.accessibility.is_some() || it.readonly {
                     self.bindings.server_fields.insert(local.name.to_string());
+                }
+            }
+            if self.bindings.is_client(None, it.type_annotation.as_deref()) {
+                self.bindings.clients.insert(local.name.to_string());
+                if it.accessibility.is_some() || it.readonly {
+                    self.bindings.client_fields.insert(local.name.to_string());
                 }
             }
         }
@@ -249,6 +343,14 @@ impl<'a> Visit<'a> for Collector<'_> {
         if is_server {
             if let Some(name) = it.key.static_name() {
                 self.bindings.server_fields.insert(name.into_owned());
+            }
+        }
+        if self
+            .bindings
+            .is_client(it.value.as_ref(), it.type_annotation.as_deref())
+        {
+            if let Some(name) = it.key.static_name() {
+                self.bindings.client_fields.insert(name.into_owned());
             }
         }
         walk::walk_property_definition(self, it);
@@ -270,6 +372,33 @@ impl<'a> Visit<'a> for Collector<'_> {
                 _ => {}
             }
         }
+        if self.bindings.is_new_of(&it.right, CLIENT_CLASSES) {
+            match &it.left {
+                AssignmentTarget::AssignmentTargetIdentifier(local) => {
+                    self.bindings.clients.insert(local.name.to_string());
+                }
+                AssignmentTarget::StaticMemberExpression(member)
+                    if matches!(member.object, Expression::ThisExpression(_)) =>
+                {
+                    self.bindings
+                        .client_fields
+                        .insert(member.property.name.to_string());
+                }
+                AssignmentTarget::PrivateFieldExpression(member)
+                    if matches!(member.object, Expression::ThisExpression(_)) =>
+                {
+                    self.bindings
+                        .client_fields
+                        .insert(member.field.name.to_string());
+                }
+                _ => {}
+            }
+        }
         walk::walk_assignment_expression(self, it);
+    }
+
+    fn visit_new_expression(&mut self, it: &NewExpression<'a>) {
+        self.bindings.capabilities_given(it);
+        walk::walk_new_expression(self, it);
     }
 }

@@ -5,6 +5,7 @@
 mod analyzer;
 mod imports;
 pub mod package_json;
+mod security;
 mod shapes;
 mod surface;
 
@@ -36,6 +37,9 @@ const TRIGGERS: &[&str] = &[
     "resources/subscribe",
     "resources/unsubscribe",
     "includeContext",
+    "requestedSchema",
+    "requestState",
+    "input_required",
     "32042",
     "mcp-lint:",
 ];
@@ -86,6 +90,18 @@ pub fn lint_file(file: &Arc<SourceFile>) -> Vec<Diagnostic> {
 /// The most member accesses (`.`) one statement may chain: the walk recurses once per access.
 const MAX_CHAIN: usize = 4096;
 
+/// The bytes [`too_deep`] reacts to.
+const MEANINGFUL: [bool; 256] = {
+    let mut table = [false; 256];
+    let bytes = b".;()[]{}\\\"'`/";
+    let mut i = 0;
+    while i < bytes.len() {
+        table[bytes[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
+
 /// Where brackets first nest deeper than [`crate::rust::MAX_NESTING`], or a statement first
 /// chains more than [`MAX_CHAIN`] member accesses: the parser and the walk recurse once per
 /// level, so such a file is reported instead of parsed. Strings, template literals and comments
@@ -96,6 +112,11 @@ fn too_deep(text: &str) -> Option<usize> {
     let mut chain = 0usize;
     let mut index = 0;
     while index < bytes.len() {
+        // Most bytes (identifiers, blanks, operators) change nothing: skip them in a tight loop.
+        if !MEANINGFUL[usize::from(bytes[index])] {
+            index += 1;
+            continue;
+        }
         match bytes[index] {
             b'.' => {
                 chain += 1;
@@ -122,13 +143,19 @@ fn too_deep(text: &str) -> Option<usize> {
             b'\\' => index += 1,
             quote @ (b'"' | b'\'' | b'`') => {
                 index += 1;
-                while index < bytes.len() && bytes[index] != quote {
-                    if bytes[index] == b'\\' {
-                        index += 1;
-                    } else if bytes[index] == b'\n' && quote != b'`' {
+                // A line ends a quoted string (unterminated), not a template literal.
+                let line_end = if quote == b'`' { quote } else { b'\n' };
+                loop {
+                    let rest = bytes.get(index..).unwrap_or_default();
+                    let Some(found) = memchr::memchr3(quote, b'\\', line_end, rest) else {
+                        index = bytes.len();
+                        break;
+                    };
+                    index += found;
+                    if bytes[index] != b'\\' {
                         break;
                     }
-                    index += 1;
+                    index += 2;
                 }
             }
             b'/' if bytes.get(index + 1) == Some(&b'/') => {

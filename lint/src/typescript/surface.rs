@@ -160,3 +160,13 @@ pub(super) fn is_modern_receiver(receiver: &Expression<'_>) -> bool {
         _ => false,
     }
 }
+
+/// Whether a function of this name is the SDK's own registration of the handler of `method`:
+/// the 2.x server registers `logging/setLevel` itself (`_registerLoggingHandler`) when a server
+/// declares the `logging` capability, and that declaration is what is reported.
+pub(super) fn defines_handler(function: &str, method: &str) -> bool {
+    matches!(
+        (method, function),
+        ("logging/setLevel", "_registerLoggingHandler")
+    )
+}

@@ -60,6 +60,29 @@ fn inputs_that_would_exhaust_the_stack_are_reported_not_parsed() {
 }
 
 #[test]
+fn the_depth_scan_skips_strings_to_their_end_and_survives_truncated_input() {
+    // Escaped quotes and backslashes inside strings, a line ending an unterminated string.
+    let text = format!(
+        "const a = \"\\\"{}\", b = '\\\\', c = \"{}\nconst d = 1;\n",
+        "(".repeat(300),
+        "[".repeat(10)
+    );
+    assert_eq!(too_deep(&text), None);
+    // The same brackets outside a string do count.
+    assert!(too_deep(&format!("const a = {};", "(".repeat(300))).is_some());
+    // Input that ends inside a string, a template or after a lone backslash.
+    for text in [
+        "const a = \"abc\\",
+        "const a = `abc",
+        "const a = '\\",
+        "\\",
+        "\"",
+    ] {
+        assert_eq!(too_deep(text), None, "{text:?}");
+    }
+}
+
+#[test]
 fn comments_are_those_the_parser_finds() {
     let text = "const a = \"// not a comment\"; // one\nconst b = `/* nor this */`; /* two */\n";
     let found: Vec<&str> = comments(Path::new("a.ts"), text)
@@ -125,5 +148,9 @@ fn every_rule_pages_typescript_example_reports_its_rule() {
         );
         checked += 1;
     }
-    assert!(checked >= 12, "only {checked} examples checked");
+    assert_eq!(
+        checked,
+        mcp_migrate_rules::RULES.len(),
+        "every rule page has a TypeScript example that reports its rule"
+    );
 }

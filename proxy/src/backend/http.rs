@@ -42,7 +42,7 @@ use super::http_client::{LaneConnections, Upstream};
 use super::lane_core::{CallTag, LaneCore, Outbound};
 use super::sse::SseParser;
 use super::{lock, BackendError, Initialized, PendingCall};
-use crate::credentials::Credentials;
+use crate::credentials::CurrentCredentials;
 use crate::jsonrpc::{ErrorObject, Message};
 
 /// TCP connection establishment; a legacy server that is down fails fast.
@@ -103,8 +103,9 @@ struct HttpShared {
     /// Serialises re-initializations.
     reinit: tokio::sync::Mutex<()>,
     client_info: Value,
-    /// The caller's headers, sent with every request of the lane ([`Credentials`]).
-    credentials: Credentials,
+    /// The caller's headers, its newest, sent with every request of the lane
+    /// ([`CurrentCredentials`]).
+    credentials: CurrentCredentials,
     init_timeout: Duration,
     shut: AtomicBool,
     get_task: Mutex<Option<JoinHandle<()>>>,
@@ -202,7 +203,7 @@ impl HttpLane {
         core: Arc<LaneCore>,
         url: &str,
         client_info: &Value,
-        credentials: &Credentials,
+        credentials: &CurrentCredentials,
         init_timeout: Duration,
     ) -> Result<Self, BackendError> {
         let Upstream { uri, host, path } = Upstream::parse(url)?;

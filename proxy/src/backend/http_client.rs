@@ -445,16 +445,20 @@ mod tests {
     #[tokio::test]
     async fn a_connection_idle_past_the_timeout_is_replaced() {
         let (uri, connections) = server().await;
+        // The reuse between the first two exchanges must fit in the idle timeout, so it is
+        // generous (a loaded machine); the sleep is the part that must exceed it, and a sleep
+        // never ends early.
+        let idle_timeout = Duration::from_secs(1);
         let lane = LaneConnections::new(
             uri.clone(),
             Duration::from_secs(1),
-            Duration::from_millis(100),
+            idle_timeout,
             tracing::Span::none(),
         );
         round_trip(&lane, &uri).await;
         round_trip(&lane, &uri).await;
         assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 1);
-        tokio::time::sleep(Duration::from_millis(250)).await;
+        tokio::time::sleep(idle_timeout + Duration::from_millis(50)).await;
         round_trip(&lane, &uri).await;
         assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 2);
         assert_eq!(lane.kept(), 1);

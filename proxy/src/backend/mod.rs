@@ -104,8 +104,8 @@ pub struct PoolSettings {
     /// its spare lanes).
     pub lane_idle_timeout: Duration,
     /// Sent with every HTTP request of the pool's lanes: the credentials of the one caller the
-    /// pool serves ([`PrincipalPools`]); none for the anonymous pool and stdio.
-    pub credentials: crate::credentials::Credentials,
+    /// pool serves ([`PrincipalPools`]), its newest ones; none for the anonymous pool and stdio.
+    pub credentials: crate::credentials::CurrentCredentials,
     /// Set when a lane's `initialize` was answered 401/403: the legacy server is up and wants
     /// credentials (shared by every pool of the upstream, for `/readyz`).
     pub credentials_wanted: Arc<std::sync::atomic::AtomicBool>,

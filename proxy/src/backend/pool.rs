@@ -158,7 +158,6 @@ impl PoolShared {
             .unwrap_or_else(|poison| poison.into_inner())
     }
 
-    #[cfg(test)]
     pub(super) fn settings(&self) -> &PoolSettings {
         &self.settings
     }

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 
 use super::*;
-use crate::credentials::Credentials;
+use crate::credentials::{Credentials, CurrentCredentials};
 use crate::request::Principal;
 
 /// The default `--max-credential-pools`.
@@ -73,7 +73,7 @@ impl PrincipalPools {
         mode: ForwardCredentials,
     ) -> Arc<Self> {
         let credentials_wanted = Arc::clone(&settings.credentials_wanted);
-        settings.credentials = Credentials::none();
+        settings.credentials = CurrentCredentials::default();
         Arc::new(PrincipalPools {
             anonymous: LanePool::new(spec.clone(), settings.clone()),
             spec,
@@ -116,6 +116,12 @@ impl PrincipalPools {
         let mut pools = lock(&self.pools);
         if let Some(entry) = pools.get_mut(principal) {
             entry.last_used = now;
+            entry
+                .pool
+                .shared
+                .settings()
+                .credentials
+                .replace(credentials);
             return Ok(Arc::clone(&entry.pool));
         }
         if pools.len() >= self.max_pools {
@@ -139,7 +145,7 @@ impl PrincipalPools {
             }
         }
         let mut settings = self.settings.clone();
-        settings.credentials = credentials.clone();
+        settings.credentials = CurrentCredentials::new(credentials.clone());
         // No spare sessions per caller: they would multiply by the callers.
         settings.spare_lanes = 0;
         let pool = LanePool::new(self.spec.clone(), settings);
@@ -151,6 +157,31 @@ impl PrincipalPools {
             },
         );
         Ok(pool)
+    }
+
+    /// The caller `principal`'s lanes send `credentials` from now on, when it has a pool and
+    /// they are sent on at all (a request on a legacy session or a paused call's retry, which
+    /// reach their lanes without [`for_caller`](Self::for_caller)). Under `--principal jwt`
+    /// that is the caller's refreshed token; under `--principal digest` they never differ.
+    pub fn refresh(&self, principal: &Principal, credentials: &Credentials) {
+        if !self.forwards(credentials) {
+            return;
+        }
+        let pools = lock(&self.pools);
+        if let Some(entry) = pools.get(principal) {
+            if entry
+                .pool
+                .shared
+                .settings()
+                .credentials
+                .replace(credentials)
+            {
+                tracing::debug!(
+                    principal = %principal.display_label(),
+                    "the caller's lanes send its refreshed credentials from now on"
+                );
+            }
+        }
     }
 
     /// Every pool: the anonymous one first.
@@ -244,7 +275,7 @@ mod tests {
             request_timeout: Duration::from_secs(1),
             call_sessions: Default::default(),
             lane_idle_timeout: Duration::ZERO,
-            credentials: Credentials::none(),
+            credentials: CurrentCredentials::default(),
             credentials_wanted: Arc::default(),
             paused_per_lane: 0,
             spare_lanes: 0,
@@ -323,6 +354,31 @@ mod tests {
         let never = PrincipalPools::new(http(), self::settings(), 8, ForwardCredentials::Never);
         never.credentials_wanted.store(true, Ordering::Relaxed);
         assert!(!never.forwards(&alice));
+    }
+
+    #[tokio::test]
+    async fn a_callers_refreshed_credentials_replace_those_its_lanes_send() {
+        let pools = PrincipalPools::new(http(), settings(), 8, ForwardCredentials::Always);
+        // Under --principal jwt one caller (issuer, subject) sends one token, then another.
+        let principal = Principal::from_identity("https://auth.example.com", "alice");
+        let (first, _) = caller("Bearer token-1");
+        let (refreshed, _) = caller("Bearer token-2");
+        let pool = pools.for_caller(&principal, &first).unwrap();
+        assert_eq!(pool.shared.settings().credentials, first);
+        // A retry or a legacy session's request: the pool's lanes send the newest token.
+        pools.refresh(&principal, &refreshed);
+        assert_eq!(pool.shared.settings().credentials, refreshed);
+        // A request without credentials (a retry passed on by another instance) changes nothing.
+        pools.refresh(&principal, &Credentials::none());
+        assert_eq!(pool.shared.settings().credentials, refreshed);
+        // A new request with the first token again: that one.
+        let same = pools.for_caller(&principal, &first).unwrap();
+        assert!(Arc::ptr_eq(&pool, &same));
+        assert_eq!(pool.shared.settings().credentials, first);
+        // Another caller's pool is never touched.
+        let (bob, bob_principal) = caller("Bearer bob");
+        pools.refresh(&bob_principal, &bob);
+        assert_eq!(pools.caller_pools(), 1);
     }
 
     #[tokio::test]

@@ -31,7 +31,7 @@ use super::http_client::{LaneConnections, Upstream};
 use super::lane_core::{LaneCore, Outbound};
 use super::sse::SseParser;
 use super::{AbortOnDrop, BackendError, Initialized, PendingCall};
-use crate::credentials::Credentials;
+use crate::credentials::CurrentCredentials;
 use crate::jsonrpc::{ErrorObject, Message};
 
 /// How long connecting to the server may take.
@@ -104,7 +104,7 @@ impl SseLane {
         core: Arc<LaneCore>,
         url: &str,
         client_info: &Value,
-        credentials: &Credentials,
+        credentials: &CurrentCredentials,
         init_timeout: Duration,
     ) -> Result<Self, BackendError> {
         let started = Self::open(
@@ -125,7 +125,7 @@ impl SseLane {
         core: Arc<LaneCore>,
         url: &str,
         client_info: &Value,
-        credentials: &Credentials,
+        credentials: &CurrentCredentials,
         init_timeout: Duration,
     ) -> Result<Self, BackendError> {
         let unavailable = |why: String| BackendError::Unavailable(why);

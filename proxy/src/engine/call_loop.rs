@@ -17,8 +17,8 @@ use tracing::{debug, info, warn, Instrument};
 use super::pauses::Claimed;
 use super::wire::{
     backend_failure, declined_url_outcome, decorate_reply, flatten, input_request, input_responses,
-    internal, legacy_params, legacy_response, level_rank, lost_call, refusal_for, translate_error,
-    INPUT_KEY_HINT, INPUT_METHODS,
+    internal, legacy_params, legacy_response, level_rank, lost_call, refusal_for,
+    resumed_call_failure, translate_error, INPUT_KEY_HINT, INPUT_METHODS,
 };
 use super::{client_label, Answer, Engine};
 use crate::backend::{BackendError, BackendEvent, Lease, PendingCall};
@@ -272,6 +272,9 @@ impl Engine {
             Err(error) => return Some(Err(error)),
         };
         live.profile = profile;
+        // The retry's credentials are the caller's newest (a refreshed token under `--principal
+        // jwt`): the call's lanes send them from here on.
+        self.pools.refresh(&request.principal, &request.credentials);
         // On a lane that holds many paused calls, wait for the call running there (if any) to
         // finish or pause: from here on, what the lane receives is this call's.
         let unparked = tokio::select! {
@@ -290,7 +293,7 @@ impl Engine {
         match self.deliver(&mut live, &responses).await {
             Ok(()) => {}
             Err(error @ BackendError::Unauthorized { .. }) => {
-                return Some(Err(backend_failure(error)))
+                return Some(Err(resumed_call_failure(error)))
             }
             Err(error) => return Some(Err(lost_call(&error))),
         }
@@ -418,6 +421,9 @@ impl Engine {
                     let outcome = match response {
                         // The legacy server refused the credentials now (they expired during
                         // the pause): the client hears 401/403 and its challenge.
+                        Ok(Err(error @ BackendError::Unauthorized { .. })) if live.round > 0 => {
+                            Err(resumed_call_failure(error))
+                        }
                         Ok(Err(error @ BackendError::Unauthorized { .. })) => {
                             Err(backend_failure(error))
                         }

@@ -44,6 +44,17 @@ pub(super) fn backend_failure(error: BackendError) -> ErrorObject {
     }
 }
 
+/// [`backend_failure`] of a call that had paused: the legacy server's refusal of the caller's
+/// credentials says that the call is lost ([`crate::credentials::refusal_at_resume`]).
+pub(super) fn resumed_call_failure(error: BackendError) -> ErrorObject {
+    match error {
+        BackendError::Unauthorized { status, challenge } => {
+            crate::credentials::refusal_at_resume(status, challenge.as_deref())
+        }
+        error => backend_failure(error),
+    }
+}
+
 /// The params to forward: the front params without MRTR fields and without the 2026-only
 /// `io.modelcontextprotocol/*` `_meta` keys; `progressToken` replaced by a proxy-minted one.
 pub(super) fn legacy_params(params: &Value, progress_token: Option<&str>) -> Value {

@@ -14,7 +14,10 @@
 //! - `GET /metrics`: the Prometheus/OpenMetrics exposition of [`crate::metrics::global`].
 //! - `GET /.well-known/oauth-protected-resource[/PATH]`, `/.well-known/oauth-authorization-server
 //!   [/PATH]`: the HTTP legacy server's OAuth discovery documents, relayed
-//!   ([`super::well_known`]).
+//!   ([`super::well_known`]); with `--require-auth`, the proxy's own protected-resource
+//!   metadata instead ([`super::protected_resource`]).
+//! - Every request to `{path}` first names its caller ([`super::callers`]): a bearer token that
+//!   does not verify under `--principal jwt`, or none under `--require-auth`, gets `401`.
 //! - `POST /mrtr/forward`: a retry another instance passed on ([`crate::cluster`]), a sealed
 //!   envelope the handler opens ([`Handler::open_forwarded`]); answered like `POST {path}`.
 //! - anything else: 404.
@@ -46,6 +49,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
+use super::callers::{Caller, CallerAuth};
 use super::validate::{self, error_response, Rejection, Validated};
 use super::SINK_CAPACITY;
 use crate::credentials::{Credentials, OriginRewrite};
@@ -105,11 +109,19 @@ pub struct HttpFrontConfig {
     pub legacy: Option<Arc<LegacySessions>>,
     /// Request headers sent on to the legacy server besides `Authorization` (`--forward-header`).
     pub forward_headers: Vec<http::HeaderName>,
+    /// `--principal jwt`: callers are named by their verified access tokens
+    /// ([`super::callers`]); `None`: by the digest of their credentials.
+    pub jwt: Option<Arc<crate::jwt::JwtVerifier>>,
+    /// `--require-auth`: the proxy is the resource server: a token is required, and it serves
+    /// its own RFC 9728 metadata ([`super::protected_resource`]).
+    pub resource_server: Option<Arc<super::protected_resource::ResourceServer>>,
     /// The legacy server's origin → `--public-url`, in the challenges and discovery documents
     /// relayed to clients.
     pub origin_rewrite: Option<OriginRewrite>,
     /// The legacy server's OAuth discovery documents, relayed (an HTTP upstream).
     pub discovery: Option<Arc<super::well_known::DiscoveryRelay>>,
+    /// TLS on every connection (`--tls-cert`, `--tls-key`; [`super::tls`]); `None`: plain HTTP.
+    pub tls: Option<Arc<super::tls::TlsFront>>,
 }
 
 impl Default for HttpFrontConfig {
@@ -129,8 +141,11 @@ impl Default for HttpFrontConfig {
             shutdown_grace: limits::DEFAULT_SHUTDOWN_GRACE,
             legacy: None,
             forward_headers: Vec::new(),
+            jwt: None,
+            resource_server: None,
             origin_rewrite: None,
             discovery: None,
+            tls: None,
         }
     }
 }
@@ -145,7 +160,13 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     let gate = RequestGate::new(config.max_concurrent_requests);
+    let callers = CallerAuth {
+        forward: config.forward_headers.clone(),
+        jwt: config.jwt.clone(),
+        require: config.resource_server.clone(),
+    };
     let front = Arc::new(Front {
+        callers,
         config,
         handler,
         gate,
@@ -186,12 +207,48 @@ pub async fn serve(
 
 struct Front {
     config: HttpFrontConfig,
+    callers: CallerAuth,
     handler: Arc<dyn Handler>,
     gate: RequestGate,
 }
 
 impl Front {
     async fn serve_connection(self: Arc<Self>, stream: TcpStream, shutdown: CancellationToken) {
+        let Some(tls) = &self.config.tls else {
+            return self.serve_http(stream, shutdown).await;
+        };
+        // The certificate in use now is this connection's, whatever a reload does meanwhile.
+        let acceptor = tls.acceptor();
+        let handshake = tokio::time::timeout(
+            self.config.header_read_timeout,
+            super::tls::accept(acceptor, stream),
+        );
+        let stream = tokio::select! {
+            () = shutdown.cancelled() => return,
+            outcome = handshake => match outcome {
+                Ok(Ok(stream)) => stream,
+                Ok(Err(error)) => {
+                    crate::metrics::global().rejection(match error {
+                        super::tls::AcceptError::PlainHttp => "plain_http_on_tls",
+                        super::tls::AcceptError::Handshake(_) => "tls_handshake",
+                    });
+                    tracing::debug!(%error, "connection not served");
+                    return;
+                }
+                Err(_) => {
+                    tracing::debug!("TLS handshake not finished within the header read timeout");
+                    return;
+                }
+            },
+        };
+        self.serve_http(stream, shutdown).await;
+    }
+
+    /// Serves HTTP/1.1 on `stream` (a TCP connection, or TLS over one).
+    async fn serve_http<S>(self: Arc<Self>, stream: S, shutdown: CancellationToken)
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
         let front = self.clone();
         let service = service_fn(move |request| {
             let front = front.clone();
@@ -256,17 +313,21 @@ impl Front {
         }
         let path = request.uri().path();
         if path == self.config.path {
+            let caller = match self.callers.identify(request.headers()).await {
+                Ok(caller) => caller,
+                Err(refused) => return refused,
+            };
             if let Some(legacy) = self.legacy_session_route(&request) {
                 return super::http_legacy::session_route(
                     legacy,
                     request,
                     self.config.sse_keep_alive,
-                    self.callers(),
+                    self.callers(caller),
                 )
                 .await;
             }
             if request.method() == Method::POST {
-                self.post(request).await
+                self.post(request, caller).await
             } else {
                 method_not_allowed("POST")
             }
@@ -286,6 +347,16 @@ impl Front {
             } else {
                 metrics_response()
             }
+        } else if let Some(server) = self
+            .config
+            .resource_server
+            .as_ref()
+            .filter(|server| server.serves(path))
+        {
+            if request.method() != Method::GET && request.method() != Method::HEAD {
+                return method_not_allowed("GET, HEAD");
+            }
+            server.metadata_response()
         } else if let Some(discovery) = self
             .config
             .discovery
@@ -321,9 +392,9 @@ impl Front {
         .then_some(legacy)
     }
 
-    fn callers(&self) -> super::http_legacy::Callers<'_> {
+    fn callers(&self, caller: Caller) -> super::http_legacy::Callers<'_> {
         super::http_legacy::Callers {
-            forward: &self.config.forward_headers,
+            caller,
             rewrite: self.config.origin_rewrite.as_ref(),
         }
     }
@@ -433,7 +504,7 @@ impl Front {
         }
     }
 
-    async fn post(&self, request: Request<Incoming>) -> Response<ResponseBody> {
+    async fn post(&self, request: Request<Incoming>, caller: Caller) -> Response<ResponseBody> {
         let (parts, body) = request.into_parts();
         let bytes = match self.read_body(&parts.headers, body).await {
             Ok(bytes) => bytes,
@@ -452,7 +523,7 @@ impl Front {
                     &bytes,
                     &self.gate,
                     self.config.sse_keep_alive,
-                    self.callers(),
+                    self.callers(caller),
                 )
                 .await;
             }
@@ -460,7 +531,7 @@ impl Front {
                 return super::http_legacy::refuse_modern(&bytes);
             }
         }
-        match decide_post_forwarding(&parts.headers, &bytes, &self.config.forward_headers) {
+        match decide_post_as(&parts.headers, &bytes, caller) {
             PostDecision::Reject(rejection) => {
                 crate::metrics::global()
                     .rejection(crate::metrics::validation_reason(rejection.error.code));
@@ -631,11 +702,29 @@ pub fn decide_post_forwarding(
     body: &[u8],
     forward: &[http::HeaderName],
 ) -> PostDecision {
+    let (credentials, principal) = Credentials::from_request(headers, forward);
+    decide_post_as(
+        headers,
+        body,
+        Caller {
+            credentials,
+            principal,
+            verified: false,
+        },
+    )
+}
+
+/// [`decide_post`] for a caller the front identified already ([`CallerAuth::identify`]).
+pub fn decide_post_as(headers: &HeaderMap, body: &[u8], caller: Caller) -> PostDecision {
+    let Caller {
+        credentials,
+        principal,
+        ..
+    } = caller;
     let message = match Message::parse(body) {
         Ok(message) => message,
         Err(error) => return PostDecision::Reject(Rejection::unreadable(&error)),
     };
-    let (credentials, principal) = Credentials::from_request(headers, forward);
     match validate::validate_owned(message, Some(headers), principal) {
         Err(rejection) => PostDecision::Reject(rejection),
         Ok(Validated::Cancelled { .. } | Validated::OtherNotification { .. }) => {

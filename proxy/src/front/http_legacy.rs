@@ -25,11 +25,12 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{header, HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode};
+use http::{header, HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::callers::Caller;
 use super::http::{
     accepts_event_stream, challenge_response, empty_response, json_response, message_response,
     overloaded, respond_from, sse_event, sse_response, KeepAlive, ResponseBody,
@@ -88,8 +89,8 @@ pub(super) fn refuse_modern(body: &[u8]) -> Response<ResponseBody> {
 
 /// How a legacy request names its caller, and how challenges are relayed.
 pub(super) struct Callers<'a> {
-    /// `--forward-header` names (with `Authorization`, the caller's credentials).
-    pub forward: &'a [HeaderName],
+    /// Who sends the request ([`super::callers`]).
+    pub caller: Caller,
     /// `--public-url` in the legacy server's challenges.
     pub rewrite: Option<&'a OriginRewrite>,
 }
@@ -129,11 +130,20 @@ pub(super) async fn post(
             );
         }
     };
-    let (credentials, principal) = Credentials::from_request(headers, callers.forward);
+    let Caller {
+        credentials,
+        principal,
+        verified,
+    } = callers.caller;
     let Some(session_id) = session_id(headers) else {
         return match message {
             Message::Request { id, method, params } if method == "initialize" => {
-                initialize(legacy, id, params, principal, &credentials, callers.rewrite).await
+                let opener = Opener {
+                    principal,
+                    credentials: &credentials,
+                    verified,
+                };
+                initialize(legacy, id, params, opener, callers.rewrite).await
             }
             message => bad_request(
                 request_id(&message),
@@ -147,6 +157,7 @@ pub(super) async fn post(
     if !session.admits(&principal) {
         return not_your_session(request_id(&message));
     }
+    legacy.refresh_credentials(&principal, &credentials);
     match message {
         Message::Request { id, method, params } => {
             let Some(permit) = gate.try_enter() else {
@@ -181,15 +192,30 @@ fn request_id(message: &Message) -> Option<&Value> {
     }
 }
 
+/// Who opens a legacy session.
+struct Opener<'a> {
+    principal: Principal,
+    credentials: &'a Credentials,
+    verified: bool,
+}
+
 async fn initialize(
     legacy: &Arc<LegacySessions>,
     id: Value,
     params: Option<Value>,
-    principal: Principal,
-    credentials: &Credentials,
+    opener: Opener<'_>,
     rewrite: Option<&OriginRewrite>,
 ) -> Response<ResponseBody> {
-    match legacy.initialize(id, params, principal, credentials).await {
+    let opened = legacy
+        .initialize(
+            id,
+            params,
+            opener.principal,
+            opener.credentials,
+            opener.verified,
+        )
+        .await;
+    match opened {
         Ok((session, response)) => {
             let mut reply = message_response(StatusCode::OK, &response);
             if let Ok(value) = HeaderValue::from_str(&session.id) {
@@ -265,7 +291,7 @@ pub(super) async fn session_route(
     let Some(session) = legacy.get(&id) else {
         return session_not_found(None);
     };
-    let (_, principal) = Credentials::from_request(request.headers(), callers.forward);
+    let principal = callers.caller.principal;
     if !session.admits(&principal) {
         return not_your_session(None);
     }

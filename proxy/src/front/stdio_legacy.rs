@@ -127,6 +127,7 @@ async fn open(
                     params,
                     crate::request::Principal::anonymous(),
                     &crate::credentials::Credentials::none(),
+                    false,
                 )
                 .await
             {

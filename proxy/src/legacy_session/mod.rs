@@ -99,18 +99,26 @@ impl LegacySessions {
         self.table.len()
     }
 
+    /// A request of `principal` on one of its sessions carried `credentials`: its lanes send
+    /// them from now on ([`PrincipalPools::refresh`]; a refreshed token under `--principal jwt`).
+    pub fn refresh_credentials(&self, principal: &Principal, credentials: &Credentials) {
+        self.pools.refresh(principal, credentials);
+    }
+
     /// Opens a session for a legacy `initialize` request: negotiates the version, starts the
     /// session's own lane with the client's params, and answers with the legacy server's own
     /// `InitializeResult`.
     ///
     /// The session's lane sends `credentials` with every request it makes, and the session
-    /// belongs to `principal`: requests of another caller on it are refused.
+    /// belongs to `principal` (when they are sent on, or when `verified`: a verified token's
+    /// identity under `--principal jwt`): requests of another caller on it are refused.
     pub async fn initialize(
         &self,
         id: Value,
         params: Option<Value>,
         principal: Principal,
         credentials: &Credentials,
+        verified: bool,
     ) -> Result<(Arc<Session>, Message), Refused> {
         crate::metrics::global().era_request(Era::Legacy.label());
         let refuse = |error: ErrorObject, http_status: u16| Refused {
@@ -152,8 +160,9 @@ impl LegacySessions {
         };
         params["protocolVersion"] = Value::from(version);
         let client = ClientLabel::from_initialize(&params);
-        // A session whose lane carries the caller's credentials belongs to that caller.
-        let owner = self.pools.forwards(credentials).then(|| principal.clone());
+        // A session whose lane carries the caller's credentials belongs to that caller, and so
+        // does one opened by a verified identity.
+        let owner = (verified || self.pools.forwards(credentials)).then(|| principal.clone());
         let opened = match self.pools.for_caller(&principal, credentials) {
             Ok(pool) => pool.open_session_lane(params.clone()).await,
             Err(error) => Err(error),

@@ -28,8 +28,10 @@
 //! - `mrtr`: the whole 2026-07-28 `ask_name` flow through the proxy: the first request (answered
 //!   `input_required`) and the retry with `inputResponses` + `requestState` (answered with the
 //!   result). One flow = one op; the latency of each of the two requests is recorded too.
-//! - `--authorization VALUE`: every request carries this `Authorization` header (the proxy
-//!   forwards it to the legacy server and serves the caller from a lane pool of its own).
+//! - `--authorization VALUE` / `--authorization-file FILE`: the `Authorization` header of every
+//!   request (one caller), or of connection `i` (line `i mod lines`: many callers);
+//!   `--mrtr-tool NAME` / `--mrtr-expect TEXT`: the tool of the `mrtr` flow and its answer, for
+//!   legacy servers other than the fixture server (see `callers.rs`).
 //! - `--hold-paused N` (with `proxy`): before the run, N `test_elicitation` calls are paused and
 //!   never retried, so the run measures the calls that come behind paused ones (how many
 //!   paused: `paused_held` in the output).
@@ -58,6 +60,7 @@ use reqwest::{Client, Response, StatusCode};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, Barrier};
 
+mod callers;
 mod stdio;
 
 const FRONT_VERSION: &str = "2026-07-28";
@@ -151,7 +154,7 @@ const USAGE: &str = "usage: proxy_load --mode direct|direct-elicit|proxy|mrtr --
 [--retry-url URL[,URL...]] | --mode stdio|stdio-direct --command 'CMD ARGS...' \
 [--connections N] [--duration 10s] [--warmup 2s] [--timeout 10s] [--rate CALLS_PER_S] \
 [--cpu-pid LABEL=PID]... [--hold-paused N] [--get-stream 1] [--progress-token 1] \
-[--authorization VALUE]";
+[--authorization VALUE | --authorization-file FILE] [--mrtr-tool NAME] [--mrtr-expect TEXT]";
 
 /// `10s`, `500ms`, `1.5s`, `2m`, or a bare number of seconds.
 fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -195,6 +198,10 @@ fn parse_args() -> Result<Args, String> {
         let value = args
             .next()
             .ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
+        if let Some(taken) = callers::parse_flag(&flag, &value) {
+            taken?;
+            continue;
+        }
         match flag.as_str() {
             "--mode" => mode = Some(Mode::parse(&value)?),
             "--url" => url = Some(value),
@@ -209,11 +216,6 @@ fn parse_args() -> Result<Args, String> {
             }
             "--get-stream" => get_stream = value == "1",
             "--progress-token" => progress_token = value == "1",
-            "--authorization" => {
-                let value = HeaderValue::from_str(&value)
-                    .map_err(|_| "bad --authorization value".to_owned())?;
-                let _ = AUTHORIZATION.set(value);
-            }
             "--hold-paused" => {
                 hold_paused = value
                     .parse()
@@ -329,13 +331,10 @@ fn cpu_sample(pids: &[(String, u32)]) -> Vec<(String, Option<f64>)> {
 
 // ---- HTTP and JSON-RPC helpers ----------------------------------------------------------------
 
-/// `--authorization VALUE`: sent as `Authorization` on every request (the proxy then forwards it
-/// and serves the caller from a lane pool of its own).
-static AUTHORIZATION: std::sync::OnceLock<HeaderValue> = std::sync::OnceLock::new();
-
-fn client() -> Result<Client, String> {
+/// The client of connection `task` (its `Authorization`, if any: see `callers.rs`).
+fn client(task: usize) -> Result<Client, String> {
     let mut headers = HeaderMap::new();
-    if let Some(value) = AUTHORIZATION.get() {
+    if let Some(value) = callers::authorization(task) {
         headers.insert(reqwest::header::AUTHORIZATION, value.clone());
     }
     Client::builder()
@@ -735,7 +734,7 @@ async fn hold_paused(args: &Args) -> Result<usize, String> {
     if args.mode != Mode::Proxy {
         return Err("only with --mode proxy".to_owned());
     }
-    let client = client()?;
+    let client = client(0)?;
     let calls = (0..args.hold_paused).map(|n| {
         let client = client.clone();
         let url = args.urls[n % args.urls.len()].clone();
@@ -765,30 +764,33 @@ async fn hold_paused(args: &Args) -> Result<usize, String> {
     Ok(held)
 }
 
-/// `ask_name` through the proxy: `input_required`, then the retry with the answers.
+/// `ask_name` (or `--mrtr-tool`) through the proxy: `input_required`, then the retry with the
+/// answers, answered `expected`.
 async fn mrtr_flow(
     client: &Client,
     url: &str,
     retry_url: &str,
     id: u64,
+    expected: &str,
 ) -> Result<OpTimes, String> {
+    let tool = callers::mrtr_tool();
     let started = Instant::now();
-    let first = front_request(id, "ask_name", json!({}));
-    let message = front_call(client, url, "ask_name", &first).await?;
+    let first = front_request(id, tool, json!({}));
+    let message = front_call(client, url, tool, &first).await?;
     let between = Instant::now();
-    let result = success(&message, "ask_name request 1")?;
+    let result = success(&message, &format!("{tool} request 1"))?;
     let (Some("input_required"), Some(requests), Some(state)) = (
         result_type(result),
         result.get("inputRequests").and_then(Value::as_object),
         result.get("requestState").and_then(Value::as_str),
     ) else {
         return Err(format!(
-            "ask_name request 1: expected input_required with inputRequests and requestState: {}",
+            "{tool} request 1: expected input_required with inputRequests and requestState: {}",
             excerpt(&result.to_string())
         ));
     };
     if requests.is_empty() {
-        return Err("ask_name request 1: empty inputRequests".to_owned());
+        return Err(format!("{tool} request 1: empty inputRequests"));
     }
     let answers: serde_json::Map<String, Value> = requests
         .keys()
@@ -801,16 +803,16 @@ async fn mrtr_flow(
     retry["id"] = json!(id + 1);
     retry["params"]["inputResponses"] = Value::Object(answers);
     retry["params"]["requestState"] = json!(state);
-    let message = front_call(client, retry_url, "ask_name", &retry).await?;
+    let message = front_call(client, retry_url, tool, &retry).await?;
     let finished = Instant::now();
-    let result = success(&message, "ask_name request 2")?;
+    let result = success(&message, &format!("{tool} request 2"))?;
     if result_type(result) != Some("complete") {
         return Err(format!(
-            "ask_name request 2: not complete: {}",
+            "{tool} request 2: not complete: {}",
             excerpt(&result.to_string())
         ));
     }
-    expect_text(result, "Hello, Alice!", "ask_name request 2")?;
+    expect_text(result, expected, &format!("{tool} request 2"))?;
     Ok(OpTimes {
         phases: Some((between - started, finished - between)),
     })
@@ -864,7 +866,7 @@ enum Conn {
 /// A connection's state, and the error of its untimed set-up call if that failed (counted as a
 /// warm-up error; the connection still runs, so that refused calls are counted too).
 async fn connect(args: &Args, task: usize) -> Result<(Conn, Option<String>), String> {
-    let client = client()?;
+    let client = client(task)?;
     match args.mode {
         Mode::Direct => {
             let session = LegacySession::open(client.clone(), &args.url, false).await?;
@@ -958,7 +960,7 @@ async fn one_op(
                 0 => url,
                 n => &args.retry_urls[task % n],
             };
-            mrtr_flow(client, url, retry_url, id).await
+            mrtr_flow(client, url, retry_url, id, &callers::mrtr_expected(task)).await
         }
         Conn::Front(client) => {
             proxy_echo(client, &args.urls[task % args.urls.len()], id).await?;

@@ -10,9 +10,14 @@
 //
 // Tools: `whoami` says which user the request carrying the call runs as (`extra.authInfo`, from
 // the token on that very request); `ask_name` elicits a name (the legacy push-style
-// `elicitation/create`, tied to the call) and answers `"<user>: hello <name>"`.
+// `elicitation/create`, tied to the call) and answers `"<user>: hello <name>"`; `echo` answers
+// its `text`.
 //
-// Usage: node protected-server.mjs --port N --resource-url URL
+// For bench/credentials.sh: `--bench-tokens N` also accepts `bench` and `bench-0` … `bench-<N-1>`
+// (each token its own user, named like it); `--open` leaves the bearer-auth middleware out (the
+// same server without auth: a request without a token runs as `nobody`).
+//
+// Usage: node protected-server.mjs --port N --resource-url URL [--bench-tokens N] [--open]
 // (prints `listening on http://127.0.0.1:N/mcp` on stdout once it accepts connections.)
 
 import { randomUUID } from "node:crypto";
@@ -34,9 +39,18 @@ import { ElicitResultSchema } from "@modelcontextprotocol/sdk/types.js";
 const USERS = { "alice-token": "alice", "bob-token": "bob" };
 
 const { values } = parseArgs({
-  options: { port: { type: "string" }, "resource-url": { type: "string" } },
+  options: {
+    port: { type: "string" },
+    "resource-url": { type: "string" },
+    "bench-tokens": { type: "string" },
+    open: { type: "boolean", default: false },
+  },
 });
 const resourceUrl = new URL(values["resource-url"]);
+if (values["bench-tokens"] !== undefined) {
+  USERS.bench = "bench";
+  for (let i = 0; i < Number(values["bench-tokens"]); i++) USERS[`bench-${i}`] = `bench-${i}`;
+}
 
 const verifier = {
   async verifyAccessToken(token) {
@@ -51,6 +65,11 @@ function newServer() {
   server.registerTool("whoami", { description: "Say which user this call runs as" }, async (extra) => ({
     content: [{ type: "text", text: extra.authInfo?.clientId ?? "nobody" }],
   }));
+  server.registerTool(
+    "echo",
+    { description: "Answer the text it is given", inputSchema: { text: z.string() } },
+    async ({ text }) => ({ content: [{ type: "text", text }] }),
+  );
   server.registerTool(
     "ask_name",
     { description: "Ask the user's name (elicitation), then greet them as the caller" },
@@ -100,7 +119,7 @@ const auth = requireBearerAuth({
 // Session id → { transport, token }.
 const sessions = new Map();
 
-app.all("/mcp", auth, async (req, res) => {
+app.all("/mcp", ...(values.open ? [] : [auth]), async (req, res) => {
   const id = req.headers["mcp-session-id"];
   if (id) {
     const session = sessions.get(id);
@@ -108,7 +127,7 @@ app.all("/mcp", auth, async (req, res) => {
       res.status(404).json({ jsonrpc: "2.0", error: { code: -32001, message: "Session not found" }, id: null });
       return;
     }
-    if (session.token !== req.auth.token) {
+    if (session.token !== req.auth?.token) {
       res.status(403).json({ jsonrpc: "2.0", error: { code: -32600, message: "not your session" }, id: null });
       return;
     }
@@ -117,7 +136,7 @@ app.all("/mcp", auth, async (req, res) => {
   }
   const transport = new StreamableHTTPServerTransport({
     sessionIdGenerator: () => randomUUID(),
-    onsessioninitialized: (sid) => sessions.set(sid, { transport, token: req.auth.token }),
+    onsessioninitialized: (sid) => sessions.set(sid, { transport, token: req.auth?.token }),
   });
   transport.onclose = () => {
     if (transport.sessionId) sessions.delete(transport.sessionId);

@@ -62,6 +62,9 @@ pub struct LegacyRun {
     pub idle_secs: f64,
     /// Flows run in a second, new session after the first one ends.
     pub reconnect_flows: Vec<&'static str>,
+    /// A CA certificate (PEM) for an `https://` target: Node trusts it besides its own
+    /// (`NODE_EXTRA_CA_CERTS`), Python instead of its bundle (`SSL_CERT_FILE`).
+    pub extra_ca_file: Option<PathBuf>,
 }
 
 impl LegacyRun {
@@ -73,6 +76,7 @@ impl LegacyRun {
             flows: flows.to_vec(),
             idle_secs: 0.0,
             reconnect_flows: Vec::new(),
+            extra_ca_file: None,
         }
     }
 
@@ -99,6 +103,11 @@ impl LegacyRun {
             .env("PYTHONUNBUFFERED", "1")
             .stdin(Stdio::null())
             .kill_on_drop(true);
+        if let Some(ca) = &self.extra_ca_file {
+            command
+                .env("NODE_EXTRA_CA_CERTS", ca)
+                .env("SSL_CERT_FILE", ca);
+        }
         match target {
             LegacyTarget::Http(url) => {
                 command.args(["--url", url]);

@@ -8,16 +8,20 @@
 //! - [`RawClient`]: hand-built 2026-07-28 HTTP requests (JSON or SSE responses);
 //! - [`SpecSchema`]: validation against the 2026-07-28 `schema.json` (`$defs` by name);
 //! - [`legacy_clients`]: legacy clients on the official Python and TypeScript SDKs 1.x;
+//! - [`legacy_post`]: a legacy client's POST with a bearer token, for the authentication tests;
 //! - [`conformance`]: the official conformance suite (install, run, judge against a baseline);
 //! - [`sdk_servers`]: legacy servers on the Python and TypeScript SDKs (installed once per run);
 //! - [`RedisServer`]: a real `redis-server` on a free loopback port (the Redis pause store);
-//! - [`packages`]: the linter's Python wheel and npm packages, built from the checkout and installed.
+//! - [`packages`]: the linter's Python wheel and npm packages, built from the checkout and installed;
+//! - [`tokens`]: JWTs signed by a generated key, and their JWKS;
+//! - [`tls`]: a test certificate authority and an HTTPS client, for the proxy's TLS front.
 
 mod build;
 pub mod command;
 pub mod conformance;
 pub mod isolation;
 pub mod legacy_clients;
+pub mod legacy_post;
 mod modern;
 pub mod node;
 pub mod packages;
@@ -29,6 +33,8 @@ mod redis;
 mod schema;
 mod script;
 pub mod sdk_servers;
+pub mod tls;
+pub mod tokens;
 
 use std::future::Future;
 use std::time::Duration;

@@ -495,6 +495,11 @@ impl Proxy {
         }
     }
 
+    /// Sends SIGHUP (the proxy re-reads its keyring and TLS files); wait for its log line.
+    pub fn hangup(&self) {
+        signal(self.child.id(), "-HUP");
+    }
+
     /// Sends SIGTERM and waits (up to `limit`) for the proxy to exit; returns its exit status.
     pub async fn terminate(&mut self, limit: Duration) -> std::process::ExitStatus {
         signal(self.child.id(), "-TERM");

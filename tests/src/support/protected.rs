@@ -36,6 +36,12 @@ impl ProtectedServer {
     /// (`http://127.0.0.1:PORT/mcp`, the legacy server's internal address: a proxy in front
     /// rewrites it with `--public-url`), and waits until it answers.
     pub async fn start(sdk: AuthSdk) -> ProtectedServer {
+        Self::start_with(sdk, &[]).await
+    }
+
+    /// [`start`](Self::start) with more arguments for the server, e.g. the Python server's
+    /// `--jwks FILE --issuer ISS --audience AUD` (JWTs instead of the two fixed tokens).
+    pub async fn start_with(sdk: AuthSdk, extra: &[String]) -> ProtectedServer {
         let (program, script) = match sdk {
             AuthSdk::Python => (
                 legacy_sse_python_async().await,
@@ -58,6 +64,7 @@ impl ProtectedServer {
             command
                 .arg(&script)
                 .args(["--port", &port.to_string(), "--resource-url", &url])
+                .args(extra)
                 .env("PYTHONUNBUFFERED", "1")
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())

@@ -30,8 +30,10 @@ const MARKER: &str = "mcp-migrate-requirements.txt";
 const INSTALL_TIMEOUT: Duration = Duration::from_secs(600);
 /// A lock older than this is left over from a dead process (an install takes well under it).
 const STALE_LOCK: Duration = Duration::from_secs(900);
-/// How long the server may take to answer `GET /sse`.
-const READY: Duration = Duration::from_secs(30);
+/// How long a Python server may take to answer (`GET /sse`, or its Streamable HTTP endpoint). The
+/// wait ends as soon as it answers or exits: the bound only has to hold on a loaded 2-core machine,
+/// where several servers importing `mcp` and pydantic at once took over 30 s in a fresh-clone run.
+const READY: Duration = Duration::from_secs(120);
 /// Lines of the server's output kept for failure reports.
 const LOG_LINES: usize = 400;
 

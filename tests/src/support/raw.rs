@@ -70,6 +70,44 @@ pub struct RawResponse {
 }
 
 impl RawResponse {
+    /// The response of `status` with `headers` and the whole `body` (JSON or SSE).
+    pub fn from_parts(status: u16, headers: &http::HeaderMap, body: String) -> RawResponse {
+        let header = |name: &str| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let content_type = header("content-type")
+            .unwrap_or_default()
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        let (message, notifications) = if content_type == "text/event-stream" {
+            let mut events = parse_sse(&body);
+            let last = events.pop().unwrap_or(Value::Null);
+            (last, events)
+        } else if body.trim().is_empty() {
+            (Value::Null, Vec::new())
+        } else {
+            let message = serde_json::from_str(&body).unwrap_or_else(|e| {
+                panic!("response {status} ({content_type}) is not JSON ({e}): {body}")
+            });
+            (message, Vec::new())
+        };
+        RawResponse {
+            status,
+            content_type,
+            message,
+            notifications,
+            retry_after: header("retry-after"),
+            www_authenticate: header("www-authenticate"),
+            body,
+        }
+    }
+
     pub fn is_sse(&self) -> bool {
         self.content_type == "text/event-stream"
     }
@@ -264,51 +302,12 @@ impl RawClient {
     pub async fn send(&self, request: &RawRequest) -> RawResponse {
         let response = self.post(request).await;
         let status = response.status().as_u16();
-        let content_type = response
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
-        let retry_after = response
-            .headers()
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        let www_authenticate = response
-            .headers()
-            .get("www-authenticate")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
+        let headers = response.headers().clone();
         let body = response
             .text()
             .await
             .unwrap_or_else(|e| panic!("reading the response from {} failed: {e}", self.url));
-        let (message, notifications) = if content_type == "text/event-stream" {
-            let mut events = parse_sse(&body);
-            let last = events.pop().unwrap_or(Value::Null);
-            (last, events)
-        } else if body.trim().is_empty() {
-            (Value::Null, Vec::new())
-        } else {
-            let message = serde_json::from_str(&body).unwrap_or_else(|e| {
-                panic!("response {status} ({content_type}) is not JSON ({e}): {body}")
-            });
-            (message, Vec::new())
-        };
-        RawResponse {
-            status,
-            content_type,
-            message,
-            notifications,
-            body,
-            retry_after,
-            www_authenticate,
-        }
+        RawResponse::from_parts(status, &headers, body)
     }
 
     /// POSTs `request` (its headers in order, its body as JSON) and returns the response head.

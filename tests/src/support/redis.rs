@@ -17,8 +17,9 @@ use super::command::run_captured;
 
 /// How long `apt-get install redis-server` may take.
 const INSTALL_TIMEOUT: Duration = Duration::from_secs(600);
-/// How long the server may take to answer `PING`.
-const READY: Duration = Duration::from_secs(20);
+/// How long the server may take to answer `PING` (the wait ends at the first `PONG`; the bound
+/// holds on a loaded 2-core machine).
+const READY: Duration = Duration::from_secs(60);
 
 /// The `redis-server` binary: on the PATH, or installed now (root only). Panics with why not.
 pub fn redis_server_binary() -> PathBuf {

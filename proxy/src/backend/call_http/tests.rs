@@ -192,14 +192,29 @@ async fn a_body_until_close_ends_with_the_connection_which_is_not_reused() {
 
 #[tokio::test]
 async fn a_connection_the_server_closed_while_idle_is_not_reused() {
-    let (uri, connections) =
-        scripted(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok", true).await;
+    // The server answers one request per connection, closes it, then says so.
+    let (closed_tx, mut closed) = tokio::sync::mpsc::unbounded_channel();
+    let (uri, connections) = server(move |mut stream| {
+        let closed_tx = closed_tx.clone();
+        async move {
+            if read_request(&mut stream).await.is_some() {
+                let _ = stream
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+                    .await;
+            }
+            drop(stream);
+            let _ = closed_tx.send(());
+        }
+    })
+    .await;
     let client = client(&uri);
     for _ in 0..3 {
         let response = client.request(post(&uri, "{}")).await.unwrap();
         assert_eq!(collect(response).await.unwrap(), "ok");
-        // Let the server's FIN arrive before the next request.
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        // The server has closed the connection (on loopback its FIN is in our socket by
+        // then); one turn of the runtime lets the I/O driver see it before the next request.
+        closed.recv().await.unwrap();
+        tokio::task::yield_now().await;
     }
     assert_eq!(connections.load(Ordering::SeqCst), 3);
 }
