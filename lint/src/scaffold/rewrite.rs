@@ -223,9 +223,7 @@ pub fn handler(
          on every round.",
         asked.join(", ")
     );
-    for (index, line) in doc_lines(&doc).iter().enumerate() {
-        out.attrs.insert(index, syn::parse_quote!(#[doc = #line]));
-    }
+    prepend_doc(&mut out.attrs, &doc);
     Ok(Rewritten {
         function: out,
         keys,
@@ -347,9 +345,7 @@ pub fn helper(
          (or a failure of a helper it calls) ends the round with `Err(Interrupt)`. Review its \
          `?`s: an error they raise now ends the call."
     );
-    for (index, line) in doc_lines(&doc).iter().enumerate() {
-        out.attrs.insert(index, syn::parse_quote!(#[doc = #line]));
-    }
+    prepend_doc(&mut out.attrs, &doc);
     Ok(Rewritten {
         function: out,
         keys,
@@ -425,6 +421,13 @@ fn body(
         return Err(Unsupported::NoRequest(name.to_owned()));
     }
     Ok((sites.keys, sites.called))
+}
+
+/// Puts `doc` before a function's other attributes, as `///` lines.
+fn prepend_doc(attrs: &mut Vec<syn::Attribute>, doc: &str) {
+    for (index, line) in doc_lines(doc).iter().enumerate() {
+        attrs.insert(index, syn::parse_quote!(#[doc = #line]));
+    }
 }
 
 /// `text` as `///` lines of about 90 columns.

@@ -21,7 +21,7 @@ use rustc_hash::FxHashSet;
 
 use super::imports::{holder_key, Bindings};
 use super::security;
-use super::shapes::{byte_span, property, property_extent, static_string};
+use super::shapes::{byte_span, capabilities_arguments, property, property_extent, static_string};
 use super::surface::{
     defines_handler, defines_sender, is_modern_callee, is_modern_receiver, is_send_callee,
     rule_help, HANDLER_SCHEMAS, METHODS, SERVER_NAMES,
@@ -294,16 +294,7 @@ impl Analyzer<'_, '_> {
     /// `new Server(info, { capabilities: { logging: {} } })`: the capability makes the SDK
     /// install a `logging/setLevel` handler.
     fn logging_capability(&mut self, new: &NewExpression<'_>) {
-        for argument in &new.arguments {
-            let Some(Expression::ObjectExpression(options)) = argument
-                .as_expression()
-                .map(Expression::get_inner_expression)
-            else {
-                continue;
-            };
-            let Some(capabilities) = property(options, "capabilities") else {
-                continue;
-            };
+        for capabilities in capabilities_arguments(new) {
             if let Expression::ObjectExpression(capabilities) =
                 capabilities.value.get_inner_expression()
             {

@@ -161,16 +161,8 @@ impl Bindings {
         {
             return;
         }
-        for argument in &new.arguments {
-            let Some(Expression::ObjectExpression(options)) = argument
-                .as_expression()
-                .map(Expression::get_inner_expression)
-            else {
-                continue;
-            };
-            if let Some(key) = super::shapes::property(options, "capabilities")
-                .and_then(|capabilities| holder_key(&capabilities.value))
-            {
+        for capabilities in super::shapes::capabilities_arguments(new) {
+            if let Some(key) = holder_key(&capabilities.value) {
                 self.capability_holders.insert(key);
             }
         }

@@ -1,7 +1,9 @@
 //! Syntax helpers of the TypeScript analyzer: literal strings, object properties, the extent of
 //! a property to delete, spans.
 
-use oxc_ast::ast::{Expression, ObjectExpression, ObjectProperty, ObjectPropertyKind};
+use oxc_ast::ast::{
+    Expression, NewExpression, ObjectExpression, ObjectProperty, ObjectPropertyKind,
+};
 use oxc_span::Span;
 
 use crate::diagnostic::ByteSpan;
@@ -30,6 +32,22 @@ pub(super) fn property<'e, 'a>(
             Some(&**property)
         }
         _ => None,
+    })
+}
+
+/// The `capabilities` property of each object-literal argument of `new X(...)`: what
+/// `new Server(info, { capabilities })` declares.
+pub(super) fn capabilities_arguments<'e, 'a>(
+    new: &'e NewExpression<'a>,
+) -> impl Iterator<Item = &'e ObjectProperty<'a>> {
+    new.arguments.iter().filter_map(|argument| {
+        match argument
+            .as_expression()
+            .map(Expression::get_inner_expression)
+        {
+            Some(Expression::ObjectExpression(options)) => property(options, "capabilities"),
+            _ => None,
+        }
     })
 }
 
