@@ -134,6 +134,17 @@ impl CurrentCredentials {
     pub fn apply(&self, request: http::request::Builder) -> http::request::Builder {
         self.get().apply(request)
     }
+
+    /// Appends the current credentials to a request's headers (in the order they are sent).
+    pub fn append_to(&self, headers: &mut http::HeaderMap) {
+        let current = self
+            .0
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (name, value) in current.headers() {
+            headers.append(name.clone(), value.clone());
+        }
+    }
 }
 
 /// `Authorization` values alone: the digest of the values joined as HTTP combines them (the

@@ -363,7 +363,7 @@ pub fn check(
             }
             continue;
         };
-        let header = single_header(headers, &param.header_key, &display)?;
+        let header = single_header(headers, param.header_key.as_str(), &display)?;
         let decoded = decode_header_value(header)
             .map_err(|problem| format!("`{display}` header {problem}"))?;
         if !matches(value, &decoded) {
@@ -398,7 +398,7 @@ fn matches(body: &Value, header: &str) -> bool {
 /// ASCII is an error message naming the header.
 pub fn single_header<'a>(
     headers: &'a http::HeaderMap,
-    name: &str,
+    name: impl http::header::AsHeaderName,
     display: &str,
 ) -> Result<&'a str, String> {
     let mut values = headers.get_all(name).iter();

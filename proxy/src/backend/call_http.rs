@@ -10,11 +10,18 @@
 //! read buffer is released whenever it is empty and the body waits for the server.
 //!
 //! What it speaks: a request with `Content-Length` (one write); a response head parsed by
-//! `httparse` (`1xx` heads skipped); a body framed by `Content-Length`, `chunked` (chunk sizes
+//! `httparse` (`1xx` heads skipped; of its fields, the framing ones and [`READ_HEADERS`] are
+//! read, the others skipped); a body framed by `Content-Length`, `chunked` (chunk sizes
 //! parsed by `httparse`, extensions and trailers skipped) or the end of the connection. The
 //! connection is kept for the next POST once its response body was read to the end (HTTP/1.1
 //! without `Connection: close`), as [`super::http_client`] does for hyper's connections; a kept
 //! connection the server closed meanwhile is noticed before it is reused.
+//!
+//! Delayed ACKs: whenever a response is incomplete and the connection waits for the rest,
+//! `TCP_QUICKACK` is set, which also sends the ACK the kernel was holding, so a legacy server with
+//! Nagle's algorithm on does not hold its next segment for 40 ms (see
+//! [`super::http_client::quickack`]). A response that arrives whole needs no ACK from us before
+//! the next request (which carries it): no system call for it.
 //!
 //! Malformed or truncated input (a bad head, a bad chunk size, a missing CRLF, a connection that
 //! ends mid-body) is an `io::Error` from the body (`InvalidData`, `UnexpectedEof`), never a panic;
@@ -27,7 +34,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::{Buf as _, Bytes, BytesMut};
-use http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING};
+use http::header::{CONTENT_LENGTH, CONTENT_TYPE, TRANSFER_ENCODING, WWW_AUTHENTICATE};
 use http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode, Uri};
 use hyper::body::{Body, Frame, SizeHint};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -46,6 +53,16 @@ const MAX_HEADERS: usize = 64;
 const MAX_LINE: usize = 4 * 1024;
 /// Bodies larger than this are written after the head rather than copied next to it.
 const COPY_BODY_UP_TO: usize = 16 * 1024;
+/// The response header fields the lane reads (`backend/http.rs`: the body's type, the session
+/// an `initialize` opened, the challenge of a refusal), besides the framing ones read here. Only
+/// these are kept in the response's header map: building a map of every field (`Date`,
+/// `Cache-Control`, `Keep-Alive`, ...) cost more than the rest of the head's parsing
+/// (callgrind, bench/proxy-vs-nginx.md).
+const READ_HEADERS: [HeaderName; 3] = [
+    CONTENT_TYPE,
+    WWW_AUTHENTICATE,
+    HeaderName::from_static("mcp-session-id"),
+];
 
 /// The POST connections of one lane to its legacy server.
 pub(crate) struct CallConnections {
@@ -113,6 +130,10 @@ impl CallConnections {
             if buf.len() > MAX_HEAD {
                 return Err(invalid("the response head is too large").into());
             }
+            if !buf.is_empty() {
+                // Part of the head came and the rest is awaited: acknowledge it now.
+                quickack(&stream);
+            }
             buf.reserve(READ_CHUNK);
             if stream.read_buf(&mut buf).await? == 0 {
                 return Err(io::Error::new(
@@ -121,7 +142,6 @@ impl CallConnections {
                 )
                 .into());
             }
-            quickack(&stream);
         }
     }
 
@@ -252,44 +272,22 @@ fn parse_head(buf: &[u8]) -> io::Result<Option<(Head, usize)>> {
         .code
         .and_then(|code| StatusCode::from_u16(code).ok())
         .ok_or_else(|| invalid("bad response status"))?;
-    let mut headers = HeaderMap::with_capacity(response.headers.len());
+    // The framing fields are read here; of the others, only those the lane reads go into the
+    // response's header map (see `READ_HEADERS`).
+    let mut headers = HeaderMap::new();
+    let mut close = false;
+    // The last `Transfer-Encoding` value, when there is one.
+    let mut transfer_encoding: Option<&[u8]> = None;
+    let mut content_length: Option<Option<u64>> = None;
     for field in response.headers.iter() {
-        let name = HeaderName::from_bytes(field.name.as_bytes())
-            .map_err(|_| invalid("bad response header name"))?;
-        let value = HeaderValue::from_bytes(field.value)
-            .map_err(|_| invalid("bad response header value"))?;
-        headers.append(name, value);
-    }
-    let http11 = response.version == Some(1);
-    let close = headers
-        .get_all(CONNECTION)
-        .iter()
-        .any(|value| has_token(value, "close"));
-    let mut keep_alive = http11 && !close;
-    let framing = if status == StatusCode::NO_CONTENT
-        || status == StatusCode::NOT_MODIFIED
-        || status.is_informational()
-    {
-        Framing::Length(0)
-    } else if headers.contains_key(TRANSFER_ENCODING) {
-        let chunked = headers
-            .get_all(TRANSFER_ENCODING)
-            .iter()
-            .next_back()
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| value.rsplit(',').next())
-            .is_some_and(|last| last.trim().eq_ignore_ascii_case("chunked"));
-        if chunked {
-            Framing::Chunked(Chunk::Size)
-        } else {
-            keep_alive = false;
-            Framing::UntilClose
-        }
-    } else if headers.contains_key(CONTENT_LENGTH) {
-        let mut length = None;
-        for value in headers.get_all(CONTENT_LENGTH) {
-            for part in value
-                .to_str()
+        let name = field.name.as_bytes();
+        if name.eq_ignore_ascii_case(b"connection") {
+            close |= has_token(field.value, "close");
+        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            transfer_encoding = Some(field.value);
+        } else if name.eq_ignore_ascii_case(b"content-length") {
+            let mut length = content_length.flatten();
+            for part in std::str::from_utf8(field.value)
                 .map_err(|_| invalid("bad Content-Length"))?
                 .split(',')
             {
@@ -302,7 +300,35 @@ fn parse_head(buf: &[u8]) -> io::Result<Option<(Head, usize)>> {
                 }
                 length = Some(part);
             }
+            content_length = Some(length);
+        } else if let Some(read) = READ_HEADERS
+            .iter()
+            .find(|read| name.eq_ignore_ascii_case(read.as_str().as_bytes()))
+        {
+            let value = HeaderValue::from_bytes(field.value)
+                .map_err(|_| invalid("bad response header value"))?;
+            headers.append(read.clone(), value);
         }
+    }
+    let http11 = response.version == Some(1);
+    let mut keep_alive = http11 && !close;
+    let framing = if status == StatusCode::NO_CONTENT
+        || status == StatusCode::NOT_MODIFIED
+        || status.is_informational()
+    {
+        Framing::Length(0)
+    } else if let Some(value) = transfer_encoding {
+        let chunked = std::str::from_utf8(value)
+            .ok()
+            .and_then(|value| value.rsplit(',').next())
+            .is_some_and(|last| last.trim().eq_ignore_ascii_case("chunked"));
+        if chunked {
+            Framing::Chunked(Chunk::Size)
+        } else {
+            keep_alive = false;
+            Framing::UntilClose
+        }
+    } else if let Some(length) = content_length {
         Framing::Length(length.unwrap_or(0))
     } else {
         keep_alive = false;
@@ -319,8 +345,8 @@ fn parse_head(buf: &[u8]) -> io::Result<Option<(Head, usize)>> {
     )))
 }
 
-fn has_token(value: &HeaderValue, token: &str) -> bool {
-    value.to_str().is_ok_and(|value| {
+fn has_token(value: &[u8], token: &str) -> bool {
+    std::str::from_utf8(value).is_ok_and(|value| {
         value
             .split(',')
             .any(|part| part.trim().eq_ignore_ascii_case(token))
@@ -546,6 +572,8 @@ impl Body for CallBody {
             };
             match stream.poll_read_ready(cx) {
                 Poll::Pending => {
+                    // The body waits for more: acknowledge what came at once.
+                    quickack(stream);
                     this.shrink();
                     return Poll::Pending;
                 }
@@ -565,7 +593,7 @@ impl Body for CallBody {
                         "the connection closed in the middle of the response body",
                     ));
                 }
-                Ok(_) => quickack(stream),
+                Ok(_) => {}
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
                 Err(error) => return this.fail(error),
             }

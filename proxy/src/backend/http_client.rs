@@ -235,7 +235,9 @@ impl QuickAckIo {
 }
 
 /// Sets `TCP_QUICKACK` on `stream` (see [`QuickAckIo`]; the kernel clears it, so it is set again
-/// after every read). Best effort: without it the connection only gets slower.
+/// after every read, or, on the lanes' POST connections, whenever they wait for the rest of a
+/// response: setting it also sends an ACK the kernel was delaying). Best effort: without it the
+/// connection only gets slower.
 pub(super) fn quickack(stream: &TcpStream) {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {
