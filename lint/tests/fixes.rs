@@ -425,13 +425,17 @@ fn scaffolds_rewrite_requests_in_macros_futures_sent_requests_and_the_url_error(
 fn scaffold_refusals_name_their_reason() {
     const BACKGROUND: &str =
         "tests/fixtures/lint/server-initiated-request/src/positive_background.rs";
-    const POSITIVE: &str = "tests/fixtures/lint/server-initiated-request/src/positive.rs";
     const SAMPLING: &str = "tests/fixtures/lint/deprecated-sampling/src/positive.rs";
     const SHAPES: &str = "tests/fixtures/lint/real-project-shapes/src/positive.rs";
+    const CLOSURES: &str = "tests/fixtures/lint/server-initiated-request/src/positive_closures.rs";
     for (location, reason) in [
         (
-            location_of(POSITIVE, "let ask = |p: Peer<RoleServer>|"),
-            "`ask_each`: the request inside a closure is not rewritten",
+            location_of(CLOSURES, "let later = move ||"),
+            "`deferred`: the closure `later` that makes a request is stored or handed on",
+        ),
+        (
+            location_of(CLOSURES, ".then(|file|"),
+            "`streamed`: the closure that makes a request is handed to `then(..)`",
         ),
         (
             location_of(SAMPLING, "async fn polish_later("),

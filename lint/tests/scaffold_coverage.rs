@@ -63,6 +63,15 @@ fn refusal_kind(reason: &str) -> &'static str {
         ),
         ("inside the macro", "request inside another macro"),
         ("inside a closure", "request inside a closure"),
+        (
+            "is stored or handed on",
+            "request closure stored or handed on",
+        ),
+        (
+            "leaves its body with",
+            "request closure leaving with ? or return",
+        ),
+        ("is handed to `", "request closure handed to a combinator"),
         ("inside an `async` block", "request inside an async block"),
         ("racing several requests", "select! racing several requests"),
         ("without a type", "untyped elicit"),

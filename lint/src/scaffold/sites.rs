@@ -8,6 +8,7 @@ use proc_macro2::Span;
 use quote::{format_ident, quote};
 use syn::visit_mut::VisitMut;
 
+use super::closures::Closures;
 use super::concurrent::{self, Concurrency};
 use super::exits::{Output, Returns};
 use super::requests::{self, Asked, NotBuilt};
@@ -17,6 +18,8 @@ use super::rewrite::Unsupported;
 /// of one `join!` are asked together in one round; a `select!` keeps the branch of its request.
 pub struct Sites {
     pub handler: String,
+    /// The handler's closures that make a request, inlined where they are called.
+    pub closures: Closures,
     pub output: Output,
     /// The file's functions that make a request themselves (see [`request_helpers`]).
     pub helpers: BTreeSet<String>,
@@ -439,7 +442,11 @@ impl VisitMut for Sites {
             syn::Expr::Await(awaited) => {
                 let replacement = match &*awaited.base {
                     syn::Expr::MethodCall(call) => self.awaited(call),
-                    syn::Expr::Call(call) => self.helper_awaited(call),
+                    syn::Expr::Call(call) => self
+                        .inlined(call, true)
+                        .or_else(|| self.joined_map(call))
+                        .or_else(|| self.helper_awaited(call)),
+                    syn::Expr::Async(block) => self.awaited_block(block),
                     _ => None,
                 };
                 if let Some(replacement) = replacement {
@@ -454,6 +461,17 @@ impl VisitMut for Sites {
                 return;
             }
             syn::Expr::Call(call) => {
+                if let Some(inlined) = self.inlined(call, false) {
+                    *node = inlined;
+                    return;
+                }
+                let callee = match &*call.func {
+                    syn::Expr::Path(path) => path.path.segments.last().map(|s| s.ident.clone()),
+                    _ => None,
+                };
+                if callee.is_some_and(|callee| self.handed_to(&callee, &call.args)) {
+                    return;
+                }
                 if let syn::Expr::Path(path) = &*call.func {
                     let callee = path.path.segments.last().map(|s| &s.ident);
                     let args = &call.args;
@@ -466,6 +484,9 @@ impl VisitMut for Sites {
             syn::Expr::MethodCall(call) => {
                 let args = &call.args;
                 if self.spawned(Some(&call.method), quote!(#args)) {
+                    return;
+                }
+                if self.handed_to(&call.method, &call.args) {
                     return;
                 }
                 if matches!(&*call.receiver, syn::Expr::Path(p) if p.path.is_ident("self")) {
@@ -502,6 +523,7 @@ impl VisitMut for Sites {
     }
 
     fn visit_block_mut(&mut self, node: &mut syn::Block) {
+        node.stmts.retain(|stmt| !self.closures.binds(stmt));
         self.nested(|this| syn::visit_mut::visit_block_mut(this, node));
     }
 
