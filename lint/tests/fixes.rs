@@ -426,7 +426,7 @@ fn scaffold_refusals_name_their_reason() {
     const BACKGROUND: &str =
         "tests/fixtures/lint/server-initiated-request/src/positive_background.rs";
     const SAMPLING: &str = "tests/fixtures/lint/deprecated-sampling/src/positive.rs";
-    const SHAPES: &str = "tests/fixtures/lint/real-project-shapes/src/positive.rs";
+    const CUSTOM: &str = "tests/fixtures/lint/server-initiated-request/src/positive_custom.rs";
     const CLOSURES: &str = "tests/fixtures/lint/server-initiated-request/src/positive_closures.rs";
     for (location, reason) in [
         (
@@ -443,8 +443,10 @@ fn scaffold_refusals_name_their_reason() {
              outlives the call: it answers no client request",
         ),
         (
-            location_of(SHAPES, "pub async fn forward("),
-            "`forward`: the request inside a `ServerRequest::CustomRequest` is not rewritten",
+            location_of(CUSTOM, "async fn relay("),
+            "`relay`: the request inside a `ServerRequest::CustomRequest` whose method is not a \
+             string literal is not rewritten: which request it stands for is known only when it \
+             runs",
         ),
         (
             location_of(BACKGROUND, "pub async fn ask_current("),

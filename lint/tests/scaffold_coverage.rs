@@ -58,8 +58,8 @@ fn refusal_kind(reason: &str) -> &'static str {
         ("is a helper function", "helper function"),
         ("inside the helper", "handler calls a request helper"),
         (
-            "inside a `ServerRequest::CustomRequest`",
-            "request sent as a CustomRequest",
+            "inside a `ServerRequest::CustomRequest` whose method is not a string literal",
+            "CustomRequest of a method not known statically",
         ),
         ("inside the macro", "request inside another macro"),
         ("inside a closure", "request inside a closure"),

@@ -418,6 +418,7 @@ fn body(
         server_requests: requests::sends_a_server_request(quote::ToTokens::to_token_stream(
             &*block,
         )),
+        custom_requests: requests::custom::bindings(block),
         called: BTreeSet::new(),
         in_helper,
         keys: Vec::new(),

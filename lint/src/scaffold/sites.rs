@@ -2,7 +2,7 @@
 //! the requests of one `join!` are asked together; a `select!` keeps its request's branch; a
 //! request hidden in another macro, a closure or a helper is refused with its place named.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use proc_macro2::Span;
 use quote::{format_ident, quote};
@@ -30,6 +30,8 @@ pub struct Sites {
     pub called: BTreeSet<String>,
     /// The code names `ServerRequest`: its `send_request(..)` calls send legacy requests.
     pub server_requests: bool,
+    /// What the `let` bindings that build a `CustomRequest` are bound to, by name.
+    pub custom_requests: BTreeMap<String, syn::Expr>,
     /// Rewriting a helper: a request that has no answer ends the helper with
     /// `Err(Interrupt)`, not the handler with `Ok(input_required)`.
     pub in_helper: bool,
@@ -51,7 +53,19 @@ impl Sites {
         if call.method == "send_request" && !self.server_requests {
             return None;
         }
-        match requests::build(call, |kind| format!("{handler}.{kind}.{index}"), binding) {
+        let bound = match call.args.first() {
+            Some(syn::Expr::Path(path)) => path
+                .path
+                .get_ident()
+                .and_then(|name| self.custom_requests.get(&name.to_string())),
+            _ => None,
+        };
+        match requests::build(
+            call,
+            |kind| format!("{handler}.{kind}.{index}"),
+            binding,
+            bound,
+        ) {
             Ok(asked) => {
                 self.keys.push(asked.key.clone());
                 Some(asked)
@@ -60,10 +74,12 @@ impl Sites {
             Err(NotBuilt::Custom) => {
                 self.error.get_or_insert(Unsupported::Hidden {
                     handler,
-                    place: "a `ServerRequest::CustomRequest`".into(),
-                    advice: "; it names a method, not a request: build the input request it \
-                             stands for (`InputRequest::CreateMessage`, `Elicitation`, \
-                             `ListRoots`) by hand",
+                    place: "a `ServerRequest::CustomRequest` whose method is not a string \
+                            literal"
+                        .into(),
+                    advice: ": which request it stands for is known only when it runs; build \
+                             the input request it stands for (`InputRequest::CreateMessage`, \
+                             `Elicitation`, `ListRoots`) by hand",
                 });
                 None
             }

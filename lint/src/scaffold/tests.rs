@@ -397,3 +397,83 @@ fn request_closures_used_as_values_are_refused_and_calls_in_macros_inlined() {
         "{skipped:?}"
     );
 }
+
+/// A `CustomRequest` whose method is a legacy request's string literal (also through a `let`
+/// binding) becomes the typed input request of that kind; a method that is not a literal is
+/// refused; another literal is not a legacy request.
+#[test]
+fn custom_requests_of_a_literal_method_become_typed_input_requests() {
+    let tool = |body: &str| {
+        let file = SourceFile::new(
+            "x.rs".into(),
+            format!(
+                "impl S {{ #[tool] async fn f(&self, peer: Peer<RoleServer>, method: String) \
+                 -> Result<String, E> {{ {body} Ok(String::new()) }} }}"
+            ),
+        );
+        let (scaffolds, skipped) = file_scaffolds(&file).unwrap();
+        match (scaffolds.first(), skipped.first()) {
+            (Some(scaffold), None) => Ok((
+                scaffold.keys.clone(),
+                quote::ToTokens::to_token_stream(scaffold.item.as_ref().unwrap()).to_string(),
+            )),
+            (None, Some(skipped)) => Err(skipped.reason.clone()),
+            (None, None) => Err("nothing".to_owned()),
+            other => panic!("{other:?}"),
+        }
+    };
+    let (keys, text) = tool(
+        "let request = ServerRequest::CustomRequest(CustomRequest::new(\"sampling/createMessage\", \
+         Some(params))); let _ = peer.send_request(request).await;",
+    )
+    .unwrap();
+    assert_eq!(keys, ["f.sampling.1"]);
+    assert!(
+        holds(
+            &text,
+            "InputRequest :: CreateMessage (rmcp :: model :: CreateMessageRequest :: new (mrtr :: \
+             custom_params (request) ?))"
+        ),
+        "{text}"
+    );
+    assert!(
+        holds(
+            &text,
+            "mrtr :: sampling (answer) . map (rmcp :: model :: ClientResult :: from)"
+        ),
+        "{text}"
+    );
+    let (keys, _) = tool(
+        "let _ = peer.send_request(ServerRequest::CustomRequest(CustomRequest { method: \
+         \"roots/list\".to_owned(), params: None, extensions: Default::default() })).await;",
+    )
+    .unwrap();
+    assert_eq!(keys, ["f.roots.1"]);
+    // A typed variant sent as it is built: its typed input request, built from its params.
+    let (keys, text) =
+        tool("let _ = peer.send_request(ServerRequest::ElicitRequest(params.into())).await;")
+            .unwrap();
+    assert_eq!(keys, ["f.elicitation.1"]);
+    assert!(
+        holds(
+            &text,
+            "InputRequest :: Elicitation (rmcp :: model :: ElicitRequest :: new (params))"
+        ),
+        "{text}"
+    );
+    let dynamic = tool(
+        "let _ = peer.send_request(ServerRequest::CustomRequest(CustomRequest::new(method, None))).await;",
+    )
+    .unwrap_err();
+    assert!(
+        dynamic.contains("a `ServerRequest::CustomRequest` whose method is not a string literal"),
+        "{dynamic}"
+    );
+    // The application's own method: no legacy request, nothing to scaffold.
+    assert_eq!(
+        tool(
+            "let _ = peer.send_request(ServerRequest::CustomRequest(CustomRequest::new(\"acme/reindex\", None))).await;"
+        ),
+        Err("nothing".to_owned())
+    );
+}
