@@ -559,3 +559,36 @@ fn prefilters_change_no_fix() {
         }
     }
 }
+
+/// `--fix` lints a file again after each pass: a finding that only the crate's other files make
+/// known (a peer field of a struct declared in another file) is found again there, so its
+/// suppression stays used and is kept, while a truly unused one in the same file goes.
+#[test]
+fn fix_keeps_the_suppression_of_a_finding_another_file_makes_known() {
+    let dir = copy_fixture("server-initiated-request");
+    let ask = dir.path().join("src/cross_file_ask.rs");
+    let original = std::fs::read_to_string(&ask).unwrap();
+    let request = "let answer = self.client.elicit::<crate::ConfirmDeploy>(question).await;";
+    let used = format!("{request} // mcp-lint: allow(server-initiated-request) session confirm");
+    let unused = "    // mcp-lint: allow(deprecated-logging) nothing logs here\n";
+    let text = original
+        .replace(&format!("{request} //~ server-initiated-request"), &used)
+        .replace(
+            "    pub async fn summary(",
+            &format!("{unused}    pub async fn summary("),
+        );
+    assert!(text.contains(&used) && text.contains(unused));
+    std::fs::write(&ask, &text).unwrap();
+    let output = lint_in(dir.path(), &["--fix", "--exit-zero", "src"]);
+    assert!(output.status.success(), "{}", text_of(&output));
+    let fixed = std::fs::read_to_string(&ask).unwrap();
+    assert!(fixed.contains(&used), "the used suppression went:\n{fixed}");
+    assert!(
+        !fixed.contains(unused.trim()),
+        "the unused one stayed:\n{fixed}"
+    );
+}
+
+fn text_of(output: &std::process::Output) -> String {
+    format!("{}{}", text(&output.stdout), text(&output.stderr))
+}
