@@ -57,6 +57,20 @@ impl Closures {
         Ok(closures)
     }
 
+    /// Whether `tokens` call one of the closures (`NAME(..)`).
+    pub fn called_in(&self, tokens: proc_macro2::TokenStream) -> bool {
+        let trees: Vec<proc_macro2::TokenTree> = tokens.into_iter().collect();
+        trees.iter().enumerate().any(|(index, tree)| match tree {
+            proc_macro2::TokenTree::Ident(ident) => {
+                self.by_name.contains_key(&ident.to_string())
+                    && matches!(trees.get(index + 1), Some(proc_macro2::TokenTree::Group(group))
+                        if group.delimiter() == proc_macro2::Delimiter::Parenthesis)
+            }
+            proc_macro2::TokenTree::Group(group) => self.called_in(group.stream()),
+            _ => false,
+        })
+    }
+
     /// Whether `stmt` binds one of the closures (dropped: every call of it is inlined).
     pub fn binds(&self, stmt: &syn::Stmt) -> bool {
         let syn::Stmt::Local(local) = stmt else {

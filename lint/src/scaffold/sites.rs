@@ -280,7 +280,9 @@ impl Sites {
         let Some(callee) = callee.map(ToString::to_string) else {
             return false;
         };
-        if !SPAWNS.contains(&callee.as_str()) || !requests::calls_a_request(tokens) {
+        // A request there, or a call of a request closure (inlined only where the handler runs).
+        let requests = requests::calls_a_request(tokens.clone()) || self.closures.called_in(tokens);
+        if !SPAWNS.contains(&callee.as_str()) || !requests {
             return false;
         }
         self.error.get_or_insert(Unsupported::Spawned {

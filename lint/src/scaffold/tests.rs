@@ -381,6 +381,11 @@ fn request_closures_used_as_values_are_refused_and_calls_in_macros_inlined() {
         let reason = outcome(stored).unwrap_err();
         assert!(reason.contains("closure `ask`"), "{stored}: {reason}");
     }
+    // A request closure called in a spawned task: refused as the task's request.
+    let reason =
+        outcome("tokio::spawn(async move { let _ = ask(\"later\").await; }); String::new()")
+            .unwrap_err();
+    assert!(reason.contains("runs in a task of its own"), "{reason}");
     // An `async` closure that leaves with `?`, its future used as a value: refused.
     let file = SourceFile::new(
         "x.rs".into(),
