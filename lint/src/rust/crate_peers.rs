@@ -86,39 +86,95 @@ pub fn may_declare(bytes: &[u8]) -> bool {
 }
 
 /// The structs of `text` (a file of the crate of `context`) that keep a peer in a named field.
+/// Only the file's `struct` items with a body and its `use` items are parsed, each alone: the
+/// whole file is parsed by the walk, if at all.
 pub fn declared(text: &str, context: &CrateContext) -> Declared {
     if !context.depends_on_sdk || !may_declare(text.as_bytes()) {
         return Declared::default();
     }
-    let Ok(syntax) = syn::parse_file(text) else {
+    let structs: Vec<syn::ItemStruct> = struct_spans(text)
+        .filter_map(|span| syn::parse_str(&text[span]).ok())
+        .collect();
+    if structs.is_empty() {
         return Declared::default();
+    }
+    let uses = syn::File {
+        shebang: None,
+        attrs: Vec::new(),
+        items: use_spans(text)
+            .filter_map(|span| syn::parse_str::<syn::ItemUse>(&text[span]).ok())
+            .map(syn::Item::Use)
+            .collect(),
     };
-    let uses = UseMap::build(&syntax, context.sdk_names.iter().map(String::as_str));
+    let uses = UseMap::build(&uses, context.sdk_names.iter().map(String::as_str));
     let mut out = Declared::default();
-    structs(&syntax.items, &uses, &mut out);
+    for item in structs {
+        let peers = item
+            .fields
+            .iter()
+            .filter(|field| super::analyzer::peer_type(&uses, true, &field.ty))
+            .filter_map(|field| field.ident.as_ref().map(ToString::to_string))
+            .collect();
+        out.structs.push((item.ident.to_string(), peers));
+    }
     out
 }
 
-fn structs(items: &[syn::Item], uses: &UseMap, out: &mut Declared) {
-    for item in items {
-        match item {
-            syn::Item::Struct(item) => {
-                let peers = item
-                    .fields
-                    .iter()
-                    .filter(|field| super::analyzer::peer_type(uses, true, &field.ty))
-                    .filter_map(|field| field.ident.as_ref().map(ToString::to_string))
-                    .collect();
-                out.structs.push((item.ident.to_string(), peers));
-            }
-            syn::Item::Mod(module) => {
-                if let Some((_, inner)) = &module.content {
-                    structs(inner, uses, out);
-                }
-            }
-            _ => {}
+/// The byte ranges `struct NAME .. { .. }` of `text` (from the keyword to the body's closing
+/// brace); tuple and unit structs have no named fields and are left out.
+fn struct_spans(text: &str) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+    let bytes = text.as_bytes();
+    memchr::memmem::find_iter(bytes, b"struct").filter_map(move |start| {
+        let before = start.checked_sub(1).map(|at| bytes[at]);
+        let after = bytes.get(start + 6).copied();
+        if before.is_some_and(|b| !b.is_ascii_whitespace())
+            || !after.is_some_and(|b| b.is_ascii_whitespace())
+        {
+            return None;
         }
-    }
+        let open = start
+            + bytes[start..]
+                .iter()
+                .position(|&b| matches!(b, b'{' | b';' | b'('))?;
+        if bytes[open] != b'{' {
+            return None;
+        }
+        let mut depth = 0usize;
+        for (offset, &b) in bytes[open..].iter().enumerate() {
+            match b {
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some(start..open + offset + 1);
+                    }
+                }
+                _ => {}
+            }
+        }
+        None
+    })
+}
+
+/// The byte ranges of the `use` items of `text` that start a line (`use ..;`, `pub use ..;`,
+/// `pub(crate) use ..;`).
+fn use_spans(text: &str) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+    let mut offset = 0;
+    text.split_inclusive('\n').filter_map(move |line| {
+        let start = offset;
+        offset += line.len();
+        let trimmed = line.trim_start();
+        let lead = line.len() - trimmed.len();
+        let item = ["use ", "pub use ", "pub(crate) use "]
+            .iter()
+            .any(|prefix| trimmed.starts_with(prefix));
+        if !item {
+            return None;
+        }
+        let from = start + lead;
+        let end = from + text[from..].find(';')? + 1;
+        Some(from..end)
+    })
 }
 
 /// `contexts` (one per Rust file), each crate's with the peer fields its files declare
