@@ -38,6 +38,7 @@ use fix::SourceKind;
 use lang::{FrontEnd, Language, ManifestKind};
 use mcp_migrate_rules::RuleId;
 use output::Summary;
+use rust::crate_peers::{CratePeers, Declared};
 use walk::{CrateIndex, Targets};
 
 /// The findings of a run, sorted, and its counts.
@@ -45,6 +46,8 @@ use walk::{CrateIndex, Targets};
 pub struct Outcome {
     pub diagnostics: Vec<Diagnostic>,
     pub summary: Summary,
+    /// The peer fields of each crate's structs (by manifest), for linting its files again.
+    pub crate_peers: HashMap<PathBuf, Arc<CratePeers>>,
 }
 
 /// Lints `targets` under `config`. `use_prefilter: false` parses every file, and every item of
@@ -89,11 +92,11 @@ pub fn lint(targets: &Targets, config: &Config, use_prefilter: bool) -> Outcome 
                         .zip(&contexts)
                         .map(|(path, context)| {
                             if targets.is_excluded(path, config) {
-                                return Pass::Excluded;
+                                return (Pass::Excluded, Declared::default());
                             }
                             read_and_filter(path, context, &cwd, config, use_prefilter)
                         })
-                        .collect::<Vec<Pass>>()
+                        .collect::<Vec<(Pass, Declared)>>()
                 },
                 || {
                     targets
@@ -122,6 +125,10 @@ pub fn lint(targets: &Targets, config: &Config, use_prefilter: bool) -> Outcome 
     let mut results = manifest_results;
     results.extend(other_results);
     outcome.summary.files_scanned = results.len();
+    // The peer fields each crate's files declare, for the walk of its other files.
+    let (first_pass, declared): (Vec<Pass>, Vec<Declared>) = first_pass.into_iter().unzip();
+    let contexts =
+        rust::crate_peers::with_crate_peers(&contexts, declared, &mut outcome.crate_peers);
     for ((path, context), pass) in targets.rust_files.iter().zip(&contexts).zip(first_pass) {
         match pass {
             Pass::Excluded => continue,
@@ -180,7 +187,21 @@ pub fn fix_files(
         let display = display_path(path, &cwd);
         if wanted.binary_search(&display.as_path()).is_ok() {
             let is_manifest = targets.manifests.contains(path);
-            let context = (!is_manifest).then(|| index.context_for(path));
+            // Linted again with the peer fields the run found in the crate's other files.
+            let context = (!is_manifest).then(|| {
+                let context = index.context_for(path);
+                let peers = context
+                    .manifest
+                    .as_ref()
+                    .and_then(|manifest| outcome.crate_peers.get(manifest));
+                match peers {
+                    Some(peers) => Arc::new(rust::CrateContext {
+                        peers: Some(peers.clone()),
+                        ..(*context).clone()
+                    }),
+                    None => context,
+                }
+            });
             jobs.push((path.clone(), display, context));
         }
     }
@@ -364,7 +385,7 @@ fn read_and_filter(
     cwd: &Path,
     config: &Config,
     use_prefilter: bool,
-) -> Pass {
+) -> (Pass, Declared) {
     thread_local! {
         /// One read buffer per thread: most files are dropped after the pre-filter, and only
         /// those that pass are copied out.
@@ -378,8 +399,18 @@ fn read_and_filter(
         });
         if let Err(error) = read {
             let display = display_path(path, cwd);
-            return Pass::Done(unreadable(&display, &error.to_string(), config));
+            let pass = Pass::Done(unreadable(&display, &error.to_string(), config));
+            return (pass, Declared::default());
         }
+        // The first pass reads every file of the crate: the peer fields its structs declare are
+        // collected here, for the walk of the crate's other files.
+        let declared = if context.depends_on_sdk && rust::crate_peers::may_declare(buffer) {
+            std::str::from_utf8(buffer)
+                .map(|text| rust::crate_peers::declared(text, context))
+                .unwrap_or_default()
+        } else {
+            Declared::default()
+        };
         let skipped = Pass::Done(FileResult {
             skipped: true,
             ..FileResult::default()
@@ -392,19 +423,20 @@ fn read_and_filter(
         } else if context.depends_on_sdk {
             let starts = prefilter::trigger_starts(buffer);
             if starts.is_empty() {
-                return skipped;
+                return (skipped, declared);
             }
             rust::Mask::WithoutTrigger(Some(starts))
         } else if prefilter::may_match(buffer, false) {
             rust::Mask::WithoutTrigger(None)
         } else {
-            return skipped;
+            return (skipped, declared);
         };
         let Ok(text) = std::str::from_utf8(buffer) else {
             let display = display_path(path, cwd);
-            return Pass::Done(unreadable(&display, "the file is not valid UTF-8", config));
+            let pass = Pass::Done(unreadable(&display, "the file is not valid UTF-8", config));
+            return (pass, declared);
         };
-        Pass::Parse(text.to_owned(), mask)
+        (Pass::Parse(text.to_owned(), mask), declared)
     })
 }
 

@@ -264,6 +264,7 @@ impl<'t> CrateIndex<'t> {
                             sdk_names: manifest.sdk_code_names().map(str::to_owned).collect(),
                             depends_on_sdk: manifest.depends_on_sdk(),
                             manifest: Some(manifest_path),
+                            peers: None,
                         }));
                         break;
                     }

@@ -425,13 +425,17 @@ fn scaffolds_rewrite_requests_in_macros_futures_sent_requests_and_the_url_error(
 fn scaffold_refusals_name_their_reason() {
     const BACKGROUND: &str =
         "tests/fixtures/lint/server-initiated-request/src/positive_background.rs";
-    const POSITIVE: &str = "tests/fixtures/lint/server-initiated-request/src/positive.rs";
     const SAMPLING: &str = "tests/fixtures/lint/deprecated-sampling/src/positive.rs";
-    const SHAPES: &str = "tests/fixtures/lint/real-project-shapes/src/positive.rs";
+    const CUSTOM: &str = "tests/fixtures/lint/server-initiated-request/src/positive_custom.rs";
+    const CLOSURES: &str = "tests/fixtures/lint/server-initiated-request/src/positive_closures.rs";
     for (location, reason) in [
         (
-            location_of(POSITIVE, "let ask = |p: Peer<RoleServer>|"),
-            "`ask_each`: the request inside a closure is not rewritten",
+            location_of(CLOSURES, "let later = move ||"),
+            "`deferred`: the closure `later` that makes a request is stored or handed on",
+        ),
+        (
+            location_of(CLOSURES, ".then(|file|"),
+            "`streamed`: the closure that makes a request is handed to `then(..)`",
         ),
         (
             location_of(SAMPLING, "async fn polish_later("),
@@ -439,8 +443,10 @@ fn scaffold_refusals_name_their_reason() {
              outlives the call: it answers no client request",
         ),
         (
-            location_of(SHAPES, "pub async fn forward("),
-            "`forward`: the request inside a `ServerRequest::CustomRequest` is not rewritten",
+            location_of(CUSTOM, "async fn relay("),
+            "`relay`: the request inside a `ServerRequest::CustomRequest` whose method is not a \
+             string literal is not rewritten: which request it stands for is known only when it \
+             runs",
         ),
         (
             location_of(BACKGROUND, "pub async fn ask_current("),
@@ -552,4 +558,37 @@ fn prefilters_change_no_fix() {
             );
         }
     }
+}
+
+/// `--fix` lints a file again after each pass: a finding that only the crate's other files make
+/// known (a peer field of a struct declared in another file) is found again there, so its
+/// suppression stays used and is kept, while a truly unused one in the same file goes.
+#[test]
+fn fix_keeps_the_suppression_of_a_finding_another_file_makes_known() {
+    let dir = copy_fixture("server-initiated-request");
+    let ask = dir.path().join("src/cross_file_ask.rs");
+    let original = std::fs::read_to_string(&ask).unwrap();
+    let request = "let answer = self.client.elicit::<crate::ConfirmDeploy>(question).await;";
+    let used = format!("{request} // mcp-lint: allow(server-initiated-request) session confirm");
+    let unused = "    // mcp-lint: allow(deprecated-logging) nothing logs here\n";
+    let text = original
+        .replace(&format!("{request} //~ server-initiated-request"), &used)
+        .replace(
+            "    pub async fn summary(",
+            &format!("{unused}    pub async fn summary("),
+        );
+    assert!(text.contains(&used) && text.contains(unused));
+    std::fs::write(&ask, &text).unwrap();
+    let output = lint_in(dir.path(), &["--fix", "--exit-zero", "src"]);
+    assert!(output.status.success(), "{}", text_of(&output));
+    let fixed = std::fs::read_to_string(&ask).unwrap();
+    assert!(fixed.contains(&used), "the used suppression went:\n{fixed}");
+    assert!(
+        !fixed.contains(unused.trim()),
+        "the unused one stayed:\n{fixed}"
+    );
+}
+
+fn text_of(output: &std::process::Output) -> String {
+    format!("{}{}", text(&output.stdout), text(&output.stderr))
 }

@@ -97,6 +97,16 @@ fn scaffolds_of_the_fixtures_and_the_legacy_server_compile_against_rmcp_3() {
         "tests/fixtures/lint/deprecated-roots/src/positive.rs::call_tool",
         "tests/fixtures/lint/deprecated-sampling/src/positive.rs::suggest_titles",
         "tests/legacy-server/src/main.rs::open_vault",
+        // Requests made by closures the tool calls and by an `async` block it awaits.
+        "tests/fixtures/lint/server-initiated-request/src/positive_closures.rs::approve",
+        "tests/fixtures/lint/server-initiated-request/src/positive_closures.rs::summarise",
+        "tests/fixtures/lint/server-initiated-request/src/positive_closures.rs::quick_approval",
+        "tests/fixtures/lint/server-initiated-request/src/positive_closures.rs::strict",
+        "tests/fixtures/lint/server-initiated-request/src/positive_closures.rs::per_file",
+        "tests/fixtures/lint/server-initiated-request/src/positive_closures.rs::all_or_nothing",
+        // `CustomRequest`s of a legacy method's name: the typed input request of that kind.
+        "tests/fixtures/lint/server-initiated-request/src/positive_custom.rs::ticket",
+        "tests/fixtures/lint/server-initiated-request/src/positive_custom.rs::roots",
     ] {
         assert!(
             handlers.iter().any(|h| h == expected),

@@ -58,11 +58,20 @@ fn refusal_kind(reason: &str) -> &'static str {
         ("is a helper function", "helper function"),
         ("inside the helper", "handler calls a request helper"),
         (
-            "inside a `ServerRequest::CustomRequest`",
-            "request sent as a CustomRequest",
+            "inside a `ServerRequest::CustomRequest` whose method is not a string literal",
+            "CustomRequest of a method not known statically",
         ),
         ("inside the macro", "request inside another macro"),
         ("inside a closure", "request inside a closure"),
+        (
+            "is stored or handed on",
+            "request closure stored or handed on",
+        ),
+        (
+            "leaves its body with",
+            "request closure leaving with ? or return",
+        ),
+        ("is handed to `", "request closure handed to a combinator"),
         ("inside an `async` block", "request inside an async block"),
         ("racing several requests", "select! racing several requests"),
         ("without a type", "untyped elicit"),

@@ -26,6 +26,7 @@ fn context() -> CrateContext {
         depends_on_sdk: true,
         // A Rust 2015 crate: every file syn rejects also goes through the 2015 rewrites.
         manifest: Some(workspace_root().join("tests/fixtures/lint/rust-2015/Cargo.toml")),
+        ..CrateContext::default()
     }
 }
 

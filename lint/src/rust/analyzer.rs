@@ -15,6 +15,7 @@ use proc_macro2::Span;
 use syn::spanned::Spanned;
 use syn::visit::{self, Visit};
 
+use super::crate_peers::CratePeers;
 use super::imports::{Resolved, UseMap};
 use super::macros::{fragments, Fragment, Json};
 use super::report::Reporter;
@@ -120,6 +121,8 @@ pub struct FileContext<'a> {
     pub sdk_active: bool,
     /// The file may check a request state (`super::checks_state`): bindings' states matter.
     pub states: bool,
+    /// The peer fields of the structs the crate's other files declare (`crate_peers.rs`).
+    pub crate_peers: Option<&'a CratePeers>,
 }
 
 pub struct Analyzer<'a> {
@@ -136,6 +139,8 @@ pub struct Analyzer<'a> {
     closure_peer: bool,
     /// The trait of each enclosing `impl`, innermost last.
     impls: Vec<HandlerTrait>,
+    /// The type of each enclosing `impl` (its last path segment), innermost last.
+    self_types: Vec<Option<String>>,
     /// The enclosing `impl ServerHandler` method, if any.
     server_method: Option<String>,
     /// Where a request made here comes from when no client request is being answered: a
@@ -160,6 +165,7 @@ impl<'a> Analyzer<'a> {
             match_peer: Vec::new(),
             closure_peer: false,
             impls: Vec::new(),
+            self_types: Vec::new(),
             server_method: None,
             no_origin: None,
             arm_literals: Vec::new(),
@@ -269,31 +275,22 @@ impl<'a> Analyzer<'a> {
     // ----- classification --------------------------------------------------------------------
 
     fn is_peer_type(&self, ty: &syn::Type) -> bool {
-        match ty {
-            syn::Type::Path(type_path) => {
-                let path = &type_path.path;
-                if let Some(last) = path.segments.last() {
-                    if PEER_TYPES.contains(&last.ident.to_string().as_str()) {
-                        let resolved = self.cx.uses.resolve_path(path);
-                        if resolved.is_sdk || (self.cx.sdk_active && !resolved.through_import) {
-                            return true;
-                        }
-                    }
-                }
-                path.segments.iter().any(|segment| {
-                    match &segment.arguments {
-                    syn::PathArguments::AngleBracketed(args) => args.args.iter().any(|arg| {
-                        matches!(arg, syn::GenericArgument::Type(inner) if self.is_peer_type(inner))
-                    }),
-                    _ => false,
-                }
-                })
-            }
-            syn::Type::Reference(reference) => self.is_peer_type(&reference.elem),
-            syn::Type::Paren(paren) => self.is_peer_type(&paren.elem),
-            syn::Type::Group(group) => self.is_peer_type(&group.elem),
-            _ => false,
-        }
+        peer_type(self.cx.uses, self.cx.sdk_active, ty)
+    }
+
+    /// `self.FIELD` in an `impl` of a struct that keeps a peer in `FIELD`, declared in
+    /// another file of the crate.
+    fn crate_peer_field(&self, base: &syn::Expr, field: &str) -> bool {
+        let Some(crate_peers) = self.cx.crate_peers else {
+            return false;
+        };
+        let is_self = matches!(base, syn::Expr::Path(path) if path.path.is_ident("self"));
+        is_self
+            && self
+                .self_types
+                .last()
+                .and_then(Option::as_deref)
+                .is_some_and(|ty| crate_peers.is_peer_field(ty, field))
     }
 
     fn is_peer_expr(&self, expr: &syn::Expr) -> bool {
@@ -304,8 +301,12 @@ impl<'a> Analyzer<'a> {
             syn::Expr::Field(field) => match &field.member {
                 syn::Member::Named(name) if name == "peer" => true,
                 // `self.client_peer`, `this.client_peer`, `inner.client_peer`: a field that this
-                // file declares with a peer type.
-                syn::Member::Named(name) => self.peer_fields.contains(&name.to_string()),
+                // file declares with a peer type; `self.client` in an `impl` of a struct another
+                // file of the crate declares with a peer in that field.
+                syn::Member::Named(name) => {
+                    let name = name.to_string();
+                    self.peer_fields.contains(&name) || self.crate_peer_field(&field.base, &name)
+                }
                 syn::Member::Unnamed(_) => false,
             },
             syn::Expr::MethodCall(call) => {
@@ -645,8 +646,14 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
             .trait_
             .as_ref()
             .map_or(HandlerTrait::Other, |(_, path, _)| self.handler_trait(path));
+        let self_type = match &*item.self_ty {
+            syn::Type::Path(path) => path.path.segments.last().map(|s| s.ident.to_string()),
+            _ => None,
+        };
         self.impls.push(kind);
+        self.self_types.push(self_type);
         visit::visit_item_impl(self, item);
+        self.self_types.pop();
         self.impls.pop();
     }
 
@@ -681,7 +688,9 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
         let previous = self.server_method.take();
         let previous_origin = self.no_origin.take();
         let impls = std::mem::take(&mut self.impls);
+        let self_types = std::mem::take(&mut self.self_types);
         self.with_scope(|this| visit::visit_item_fn(this, item));
+        self.self_types = self_types;
         self.impls = impls;
         self.server_method = previous;
         self.no_origin = previous_origin;
@@ -1038,6 +1047,34 @@ impl<'ast> Visit<'ast> for Analyzer<'_> {
             }
         }
         visit::visit_macro(self, mac);
+    }
+}
+
+/// Whether `ty` is (or holds) an rmcp peer, its names resolved through `uses`; `sdk_active`:
+/// the file may name the SDK's types without importing them.
+pub(super) fn peer_type(uses: &UseMap, sdk_active: bool, ty: &syn::Type) -> bool {
+    match ty {
+        syn::Type::Path(type_path) => {
+            let path = &type_path.path;
+            if let Some(last) = path.segments.last() {
+                if PEER_TYPES.contains(&last.ident.to_string().as_str()) {
+                    let resolved = uses.resolve_path(path);
+                    if resolved.is_sdk || (sdk_active && !resolved.through_import) {
+                        return true;
+                    }
+                }
+            }
+            path.segments.iter().any(|segment| match &segment.arguments {
+                syn::PathArguments::AngleBracketed(args) => args.args.iter().any(|arg| {
+                    matches!(arg, syn::GenericArgument::Type(inner) if peer_type(uses, sdk_active, inner))
+                }),
+                _ => false,
+            })
+        }
+        syn::Type::Reference(reference) => peer_type(uses, sdk_active, &reference.elem),
+        syn::Type::Paren(paren) => peer_type(uses, sdk_active, &paren.elem),
+        syn::Type::Group(group) => peer_type(uses, sdk_active, &group.elem),
+        _ => false,
     }
 }
 

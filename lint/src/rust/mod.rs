@@ -1,6 +1,7 @@
 //! The Rust front-end: parse with syn, resolve names through the file's `use` map, walk once.
 
 mod analyzer;
+pub mod crate_peers;
 pub mod edition2015;
 pub mod imports;
 mod items;
@@ -31,6 +32,8 @@ pub struct CrateContext {
     pub depends_on_sdk: bool,
     /// The crate's `Cargo.toml` (read again only when a file fails to parse, for its edition).
     pub manifest: Option<PathBuf>,
+    /// The peer fields of the structs its files declare, once the run has read them all.
+    pub peers: Option<Arc<crate_peers::CratePeers>>,
 }
 
 /// Deeper delimiter nesting than this is not parsed: syn and the walk recurse once per level, and
@@ -209,6 +212,7 @@ fn lint_syntax(
         uses: &uses,
         sdk_active,
         states,
+        crate_peers: crate_context.peers.as_deref(),
     })
     .run(syntax)
 }

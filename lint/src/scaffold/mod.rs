@@ -11,6 +11,7 @@
 //! and the key asked last travel in `requestState`, sealed with rmcp's `RequestStateCodec`
 //! ([`support`]). The code after each request is the handler's own, unchanged.
 
+pub mod closures;
 pub mod concurrent;
 pub mod exits;
 pub mod requests;

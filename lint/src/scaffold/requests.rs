@@ -5,6 +5,8 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
+pub mod custom;
+
 /// The kind (used in the key) of a legacy request method.
 pub fn kind(method: &str) -> Option<&'static str> {
     Some(match method {
@@ -81,23 +83,36 @@ pub enum NotBuilt {
     NotARequest,
     /// `elicit` without its type: the form schema is unknown.
     Untyped,
-    /// `send_request(ServerRequest::CustomRequest(..))`: a method name, no input request.
+    /// `send_request(ServerRequest::CustomRequest(..))` whose method is not a string literal:
+    /// which input request it stands for is known only when it runs.
     Custom,
 }
 
-/// The input request of `call` under `key`, answered through `binding`.
+/// The input request of `call` under `key`, answered through `binding`. `bound`: what the
+/// request argument of `send_request(NAME)` was bound to (`let NAME = ..;`), if anything.
 pub fn build(
     call: &syn::ExprMethodCall,
     key: impl FnOnce(&'static str) -> String,
     binding: &syn::Ident,
+    bound: Option<&syn::Expr>,
 ) -> Result<Asked, NotBuilt> {
     let method = call.method.to_string();
     if method == "send_request" {
         // A `ServerRequest` sent by hand: turned into its input request when the round ends,
         // the answer back into the `ClientResult` of the same kind.
         let request = call.args.first().ok_or(NotBuilt::NotARequest)?;
-        if names_a_custom_request(quote!(#request)) {
-            return Err(NotBuilt::Custom);
+        let source = bound.unwrap_or(request);
+        if names_a_custom_request(quote!(#source)) {
+            return custom::build(request, source, key, binding);
+        }
+        if let Some(asked) = custom::variant(request, binding) {
+            let (kind, request, answer) = asked;
+            return Ok(Asked {
+                key: key(kind),
+                kind,
+                request,
+                answer,
+            });
         }
         return Ok(Asked {
             key: key("request"),

@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use syn::visit_mut::VisitMut;
 
+use super::closures::Closures;
 use super::exits::{json_inner_type, keep_output_schema, result_error_type, Output, Returns};
 use super::requests;
 use super::sites::Sites;
@@ -149,6 +150,24 @@ pub enum Unsupported {
     PromptMacro(String),
     #[error("`{0}`: its request parameters are not bound to a name (`request: {1}`)")]
     UnnamedParams(String, String),
+    #[error(
+        "`{handler}`: the closure `{closure}` that makes a request is stored or handed on, not \
+         only called by the handler: it may run after the round or not at all; call it (or make \
+         its request) in the handler itself"
+    )]
+    ClosureHandedOn { handler: String, closure: String },
+    #[error(
+        "`{handler}`: the closure {closure} that makes a request leaves its body with `?` or \
+         `return`, and its future is used as a value rather than awaited where it is called: \
+         await it there, or make its request in the handler itself"
+    )]
+    ClosureExits { handler: String, closure: String },
+    #[error(
+        "`{handler}`: the closure that makes a request is handed to `{callee}(..)`, which runs \
+         it when it drives its iterator or future, not as a step of the handler; make the \
+         request in a `for` loop of the handler (one round per request)"
+    )]
+    ClosureHandedTo { handler: String, callee: String },
 }
 
 /// The MRTR form of `function` and the keys of its input requests, in order.
@@ -384,8 +403,10 @@ fn body(
 
     // 2. Every awaited request either has its answer or ends the round. A request in an
     //    unconditional position of a top-level statement is hoisted into a `let` before it.
+    let closures = Closures::of(block, name)?;
     let mut sites = Sites {
         handler: name.to_owned(),
+        closures,
         output: output.clone(),
         helpers: helpers
             .requesting
@@ -397,6 +418,7 @@ fn body(
         server_requests: requests::sends_a_server_request(quote::ToTokens::to_token_stream(
             &*block,
         )),
+        custom_requests: requests::custom::bindings(block),
         called: BTreeSet::new(),
         in_helper,
         keys: Vec::new(),
@@ -406,6 +428,10 @@ fn body(
     };
     let mut statements = Vec::new();
     for mut stmt in std::mem::take(&mut block.stmts) {
+        // A request closure's binding: each of its calls is inlined.
+        if sites.closures.binds(&stmt) {
+            continue;
+        }
         sites.depth = 0;
         sites.visit_stmt_mut(&mut stmt);
         for (binding, expr) in sites.hoisted.drain(..) {

@@ -2,12 +2,13 @@
 //! the requests of one `join!` are asked together; a `select!` keeps its request's branch; a
 //! request hidden in another macro, a closure or a helper is refused with its place named.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use proc_macro2::Span;
 use quote::{format_ident, quote};
 use syn::visit_mut::VisitMut;
 
+use super::closures::Closures;
 use super::concurrent::{self, Concurrency};
 use super::exits::{Output, Returns};
 use super::requests::{self, Asked, NotBuilt};
@@ -17,6 +18,8 @@ use super::rewrite::Unsupported;
 /// of one `join!` are asked together in one round; a `select!` keeps the branch of its request.
 pub struct Sites {
     pub handler: String,
+    /// The handler's closures that make a request, inlined where they are called.
+    pub closures: Closures,
     pub output: Output,
     /// The file's functions that make a request themselves (see [`request_helpers`]).
     pub helpers: BTreeSet<String>,
@@ -27,6 +30,8 @@ pub struct Sites {
     pub called: BTreeSet<String>,
     /// The code names `ServerRequest`: its `send_request(..)` calls send legacy requests.
     pub server_requests: bool,
+    /// What the `let` bindings that build a `CustomRequest` are bound to, by name.
+    pub custom_requests: BTreeMap<String, syn::Expr>,
     /// Rewriting a helper: a request that has no answer ends the helper with
     /// `Err(Interrupt)`, not the handler with `Ok(input_required)`.
     pub in_helper: bool,
@@ -48,7 +53,19 @@ impl Sites {
         if call.method == "send_request" && !self.server_requests {
             return None;
         }
-        match requests::build(call, |kind| format!("{handler}.{kind}.{index}"), binding) {
+        let bound = match call.args.first() {
+            Some(syn::Expr::Path(path)) => path
+                .path
+                .get_ident()
+                .and_then(|name| self.custom_requests.get(&name.to_string())),
+            _ => None,
+        };
+        match requests::build(
+            call,
+            |kind| format!("{handler}.{kind}.{index}"),
+            binding,
+            bound,
+        ) {
             Ok(asked) => {
                 self.keys.push(asked.key.clone());
                 Some(asked)
@@ -57,10 +74,12 @@ impl Sites {
             Err(NotBuilt::Custom) => {
                 self.error.get_or_insert(Unsupported::Hidden {
                     handler,
-                    place: "a `ServerRequest::CustomRequest`".into(),
-                    advice: "; it names a method, not a request: build the input request it \
-                             stands for (`InputRequest::CreateMessage`, `Elicitation`, \
-                             `ListRoots`) by hand",
+                    place: "a `ServerRequest::CustomRequest` whose method is not a string \
+                            literal"
+                        .into(),
+                    advice: ": which request it stands for is known only when it runs; build \
+                             the input request it stands for (`InputRequest::CreateMessage`, \
+                             `Elicitation`, `ListRoots`) by hand",
                 });
                 None
             }
@@ -261,7 +280,9 @@ impl Sites {
         let Some(callee) = callee.map(ToString::to_string) else {
             return false;
         };
-        if !SPAWNS.contains(&callee.as_str()) || !requests::calls_a_request(tokens) {
+        // A request there, or a call of a request closure (inlined only where the handler runs).
+        let requests = requests::calls_a_request(tokens.clone()) || self.closures.called_in(tokens);
+        if !SPAWNS.contains(&callee.as_str()) || !requests {
             return false;
         }
         self.error.get_or_insert(Unsupported::Spawned {
@@ -439,7 +460,11 @@ impl VisitMut for Sites {
             syn::Expr::Await(awaited) => {
                 let replacement = match &*awaited.base {
                     syn::Expr::MethodCall(call) => self.awaited(call),
-                    syn::Expr::Call(call) => self.helper_awaited(call),
+                    syn::Expr::Call(call) => self
+                        .inlined(call, true)
+                        .or_else(|| self.joined_map(call))
+                        .or_else(|| self.helper_awaited(call)),
+                    syn::Expr::Async(block) => self.awaited_block(block),
                     _ => None,
                 };
                 if let Some(replacement) = replacement {
@@ -454,6 +479,17 @@ impl VisitMut for Sites {
                 return;
             }
             syn::Expr::Call(call) => {
+                if let Some(inlined) = self.inlined(call, false) {
+                    *node = inlined;
+                    return;
+                }
+                let callee = match &*call.func {
+                    syn::Expr::Path(path) => path.path.segments.last().map(|s| s.ident.clone()),
+                    _ => None,
+                };
+                if callee.is_some_and(|callee| self.handed_to(&callee, &call.args)) {
+                    return;
+                }
                 if let syn::Expr::Path(path) = &*call.func {
                     let callee = path.path.segments.last().map(|s| &s.ident);
                     let args = &call.args;
@@ -466,6 +502,9 @@ impl VisitMut for Sites {
             syn::Expr::MethodCall(call) => {
                 let args = &call.args;
                 if self.spawned(Some(&call.method), quote!(#args)) {
+                    return;
+                }
+                if self.handed_to(&call.method, &call.args) {
                     return;
                 }
                 if matches!(&*call.receiver, syn::Expr::Path(p) if p.path.is_ident("self")) {
@@ -502,6 +541,7 @@ impl VisitMut for Sites {
     }
 
     fn visit_block_mut(&mut self, node: &mut syn::Block) {
+        node.stmts.retain(|stmt| !self.closures.binds(stmt));
         self.nested(|this| syn::visit_mut::visit_block_mut(this, node));
     }
 

@@ -99,8 +99,12 @@ pub fn module(
     Ok(prettyplease::unparse(&file))
 }
 
-/// `rmcp::model` names of older releases and their rmcp 3 equivalents.
-const RENAMED: &[(&str, &str)] = &[("Content", "ContentBlock")];
+/// `rmcp::model` names of older releases and their rmcp 3 equivalents (rmcp 2's
+/// `CreateElicitationRequestParams` was an alias of `ElicitRequestParams`).
+const RENAMED: &[(&str, &str)] = &[
+    ("Content", "ContentBlock"),
+    ("CreateElicitationRequestParams", "ElicitRequestParams"),
+];
 
 fn item_name(item: &syn::Item) -> Option<String> {
     Some(match item {

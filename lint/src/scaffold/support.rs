@@ -233,6 +233,21 @@ pub fn module() -> TokenStream {
                 }
             }
 
+            /// The params of a `ServerRequest::CustomRequest` built from a method name, decoded
+            /// into the params of the typed request that method names (the scaffold picks it from
+            /// the method's string).
+            pub fn custom_params<T: DeserializeOwned>(request: ServerRequest) -> Result<T, ErrorData> {
+                let ServerRequest::CustomRequest(custom) = request else {
+                    return Err(ErrorData::internal_error("not a CustomRequest", None));
+                };
+                let params = custom
+                    .params
+                    .unwrap_or_else(|| Value::Object(Default::default()));
+                serde_json::from_value(params).map_err(|error| {
+                    ErrorData::invalid_params(format!("params of `{}`: {error}", custom.method), None)
+                })
+            }
+
             /// What `send_request(request).await` returned: the answer as the `ClientResult`
             /// of the request's kind.
             pub fn client_result(

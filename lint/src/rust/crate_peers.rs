@@ -1,0 +1,261 @@
+//! Peers kept in struct fields across the files of a crate.
+//!
+//! The walk of one file knows the peer fields of the structs that file declares. A struct is
+//! often declared in one file (`state.rs`: `pub struct Session { client: Peer<RoleServer> }`)
+//! and its methods, which make the requests, live in another (`ask.rs`: `impl Session { ..
+//! self.client.elicit::<T>(..) .. }`). The first pass of a run, which reads every file anyway,
+//! collects from each file of a crate that depends on the SDK and spells a peer type the fields
+//! of its structs whose type is a peer ([`declared`]); the index of the crate ([`CratePeers`])
+//! then tells the walk of every other file of the crate that `self.client` inside `impl Session`
+//! is a peer.
+//!
+//! Scope: a field read through `self` in an `impl` of a struct declared in another file of the
+//! same package (the package's `Cargo.toml`; the front-end does not follow `mod` items, so the
+//! package's files stand for the crate). A struct name declared with different peer fields in
+//! two files of the package is ambiguous and left out. A field read through another binding
+//! (`session.client` with `session: &Session`) is not followed: bindings carry no type here.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+
+use super::imports::UseMap;
+use super::CrateContext;
+
+/// The structs of a crate that keep a peer in a field, and those fields.
+#[derive(Debug, Default)]
+pub struct CratePeers {
+    fields: HashMap<String, HashSet<String>>,
+}
+
+impl CratePeers {
+    /// The index of the declarations of every file of one crate (see [`declared`]).
+    pub fn of(declarations: impl IntoIterator<Item = Declared>) -> Option<Arc<Self>> {
+        let mut fields: HashMap<String, HashSet<String>> = HashMap::default();
+        let mut ambiguous: HashSet<String> = HashSet::default();
+        for declared in declarations {
+            for (name, peers) in declared.structs {
+                match fields.get(&name) {
+                    Some(known) if *known != peers => {
+                        ambiguous.insert(name);
+                    }
+                    Some(_) => {}
+                    None => {
+                        fields.insert(name, peers);
+                    }
+                }
+            }
+        }
+        for name in &ambiguous {
+            fields.remove(name);
+        }
+        fields.retain(|_, peers| !peers.is_empty());
+        (!fields.is_empty()).then(|| Arc::new(CratePeers { fields }))
+    }
+
+    /// Whether the struct `name` keeps a peer in `field`.
+    pub fn is_peer_field(&self, name: &str, field: &str) -> bool {
+        self.fields
+            .get(name)
+            .is_some_and(|fields| fields.contains(field))
+    }
+}
+
+/// The structs one file declares, each with its peer fields (none: a struct of that name
+/// without one, which makes a same-named struct elsewhere ambiguous).
+#[derive(Debug, Default)]
+pub struct Declared {
+    structs: Vec<(String, HashSet<String>)>,
+}
+
+impl Declared {
+    pub fn is_empty(&self) -> bool {
+        self.structs.is_empty()
+    }
+}
+
+/// Whether `bytes` may declare a struct with a peer field: the words without which
+/// [`declared`] finds nothing (checked on the first pass's buffer, before any parsing).
+pub fn may_declare(bytes: &[u8]) -> bool {
+    memchr::memmem::find(bytes, b"struct").is_some()
+        && super::analyzer::PEER_TYPES.iter().any(|ty| {
+            memchr::memmem::find_iter(bytes, ty.as_bytes())
+                .any(|at| bytes.get(at + ty.len()) == Some(&b'<'))
+        })
+}
+
+/// The structs of `text` (a file of the crate of `context`) that keep a peer in a named field.
+/// Only the file's `struct` items with a body and its `use` items are parsed, each alone: the
+/// whole file is parsed by the walk, if at all.
+pub fn declared(text: &str, context: &CrateContext) -> Declared {
+    if !context.depends_on_sdk || !may_declare(text.as_bytes()) {
+        return Declared::default();
+    }
+    let structs: Vec<syn::ItemStruct> = struct_spans(text)
+        .filter_map(|span| syn::parse_str(&text[span]).ok())
+        .collect();
+    if structs.is_empty() {
+        return Declared::default();
+    }
+    let uses = syn::File {
+        shebang: None,
+        attrs: Vec::new(),
+        items: use_spans(text)
+            .filter_map(|span| syn::parse_str::<syn::ItemUse>(&text[span]).ok())
+            .map(syn::Item::Use)
+            .collect(),
+    };
+    let uses = UseMap::build(&uses, context.sdk_names.iter().map(String::as_str));
+    let mut out = Declared::default();
+    for item in structs {
+        let peers = item
+            .fields
+            .iter()
+            .filter(|field| super::analyzer::peer_type(&uses, true, &field.ty))
+            .filter_map(|field| field.ident.as_ref().map(ToString::to_string))
+            .collect();
+        out.structs.push((item.ident.to_string(), peers));
+    }
+    out
+}
+
+/// The byte ranges `struct NAME .. { .. }` of `text` (from the keyword to the body's closing
+/// brace); tuple and unit structs have no named fields and are left out.
+fn struct_spans(text: &str) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+    let bytes = text.as_bytes();
+    memchr::memmem::find_iter(bytes, b"struct").filter_map(move |start| {
+        let before = start.checked_sub(1).map(|at| bytes[at]);
+        let after = bytes.get(start + 6).copied();
+        if before.is_some_and(|b| !b.is_ascii_whitespace())
+            || !after.is_some_and(|b| b.is_ascii_whitespace())
+        {
+            return None;
+        }
+        let open = start
+            + bytes[start..]
+                .iter()
+                .position(|&b| matches!(b, b'{' | b';' | b'('))?;
+        if bytes[open] != b'{' {
+            return None;
+        }
+        let mut depth = 0usize;
+        for (offset, &b) in bytes[open..].iter().enumerate() {
+            match b {
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some(start..open + offset + 1);
+                    }
+                }
+                _ => {}
+            }
+        }
+        None
+    })
+}
+
+/// The byte ranges of the `use` items of `text` that start a line (`use ..;`, `pub use ..;`,
+/// `pub(crate) use ..;`).
+fn use_spans(text: &str) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+    let mut offset = 0;
+    text.split_inclusive('\n').filter_map(move |line| {
+        let start = offset;
+        offset += line.len();
+        let trimmed = line.trim_start();
+        let lead = line.len() - trimmed.len();
+        let item = ["use ", "pub use ", "pub(crate) use "]
+            .iter()
+            .any(|prefix| trimmed.starts_with(prefix));
+        if !item {
+            return None;
+        }
+        let from = start + lead;
+        let end = from + text[from..].find(';')? + 1;
+        Some(from..end)
+    })
+}
+
+/// `contexts` (one per Rust file), each crate's with the peer fields its files declare
+/// (`declared`, in the same order); those indexes also go into `by_manifest`.
+pub fn with_crate_peers(
+    contexts: &[Arc<CrateContext>],
+    declared: Vec<Declared>,
+    by_manifest: &mut std::collections::HashMap<PathBuf, Arc<CratePeers>>,
+) -> Vec<Arc<CrateContext>> {
+    let mut by_crate: HashMap<*const CrateContext, Vec<Declared>> = HashMap::default();
+    for (context, declared) in contexts.iter().zip(declared) {
+        if !declared.is_empty() {
+            by_crate
+                .entry(Arc::as_ptr(context))
+                .or_default()
+                .push(declared);
+        }
+    }
+    if by_crate.is_empty() {
+        return contexts.to_vec();
+    }
+    let mut enriched: HashMap<*const CrateContext, Arc<CrateContext>> = HashMap::default();
+    contexts
+        .iter()
+        .map(|context| {
+            let key = Arc::as_ptr(context);
+            if let Some(done) = enriched.get(&key) {
+                return done.clone();
+            }
+            let Some(peers) = by_crate.remove(&key).and_then(CratePeers::of) else {
+                return context.clone();
+            };
+            if let Some(manifest) = &context.manifest {
+                by_manifest.insert(manifest.clone(), peers.clone());
+            }
+            let done = Arc::new(CrateContext {
+                peers: Some(peers),
+                ..(**context).clone()
+            });
+            enriched.insert(key, done.clone());
+            done
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn context() -> CrateContext {
+        CrateContext {
+            depends_on_sdk: true,
+            ..CrateContext::default()
+        }
+    }
+
+    #[test]
+    fn peer_fields_of_the_crates_structs_are_indexed_and_clashing_names_dropped() {
+        let state = "use rmcp::{Peer, RoleServer};\n\
+                     pub struct Session { pub client: Peer<RoleServer>, pub name: String }\n\
+                     pub struct Editor { pub client: LspClient }\n\
+                     mod inner { pub struct Slot { pub peer_slot: std::sync::Arc<tokio::sync::Mutex<Option<rmcp::Peer<rmcp::RoleServer>>>> } }\n";
+        let other =
+            "pub struct Twice { pub client: rmcp::service::RequestContext<rmcp::RoleServer> }\n";
+        let clash = "use rmcp::{Peer, RoleServer};\n\
+                     pub struct Twice { pub client: String }\n\
+                     pub struct Holder { pub held: Peer<RoleServer> }\n";
+        let index = CratePeers::of([
+            declared(state, &context()),
+            declared(other, &context()),
+            declared(clash, &context()),
+        ])
+        .unwrap();
+        assert!(index.is_peer_field("Session", "client"));
+        assert!(!index.is_peer_field("Session", "name"));
+        assert!(!index.is_peer_field("Editor", "client"));
+        assert!(index.is_peer_field("Slot", "peer_slot"));
+        assert!(!index.is_peer_field("Twice", "client"), "ambiguous");
+        assert!(index.is_peer_field("Holder", "held"));
+        // Not an SDK crate, or no peer type spelt: nothing is parsed.
+        assert!(declared(state, &CrateContext::default()).is_empty());
+        assert!(declared("pub struct A { b: B }", &context()).is_empty());
+    }
+}
