@@ -107,3 +107,43 @@ stop_started() {
     sleep 0.5
     for pid in "${PIDS[@]:-}"; do [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null || true; done
 }
+
+# The nginx configuration of the proxy benchmarks (bench/proxy-vs-nginx.md), on stdout:
+# one worker, upstream keep-alive, `proxy_buffering off`, every path under DIR.
+# Usage: nginx_conf DIR UPSTREAM_HOSTPORT PORT [MAIN_DIRECTIVE...] (e.g. "master_process off;")
+nginx_conf() {
+    local dir=$1 upstream=$2 port=$3 directive
+    shift 3
+    echo "worker_processes 1;"
+    for directive in "$@"; do echo "$directive"; done
+    cat <<EOF_NGINX
+daemon off;
+pid $dir/nginx.pid;
+error_log $dir/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path $dir/client_body;
+    proxy_temp_path $dir/proxy;
+    fastcgi_temp_path $dir/fastcgi;
+    uwsgi_temp_path $dir/uwsgi;
+    scgi_temp_path $dir/scgi;
+    keepalive_requests 1000000;
+    upstream legacy {
+        server $upstream;
+        keepalive 128;
+        keepalive_requests 1000000;
+    }
+    server {
+        listen 127.0.0.1:$port;
+        location / {
+            proxy_pass http://legacy;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host \$http_host;
+            proxy_buffering off;
+        }
+    }
+}
+EOF_NGINX
+}

@@ -145,37 +145,7 @@ start_nginx() { # SDK UPSTREAM_HOSTPORT
     dir=$(realpath -m "$OUT/nginx-$1")
     port=$(free_port)
     mkdir -p "$dir"
-    cat >"$dir/nginx.conf" <<EOF
-worker_processes 1;
-daemon off;
-pid $dir/nginx.pid;
-error_log $dir/error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    client_body_temp_path $dir/client_body;
-    proxy_temp_path $dir/proxy;
-    fastcgi_temp_path $dir/fastcgi;
-    uwsgi_temp_path $dir/uwsgi;
-    scgi_temp_path $dir/scgi;
-    keepalive_requests 1000000;
-    upstream legacy {
-        server $upstream;
-        keepalive 128;
-        keepalive_requests 1000000;
-    }
-    server {
-        listen 127.0.0.1:$port;
-        location / {
-            proxy_pass http://legacy;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_set_header Host \$http_host;
-            proxy_buffering off;
-        }
-    }
-}
-EOF
+    nginx_conf "$dir" "$upstream" "$port" >"$dir/nginx.conf"
     "$NGINX" -p "$dir" -c "$dir/nginx.conf" >"$LOGS/nginx-$sdk.out" 2>"$LOGS/nginx-$sdk.err" &
     local master=$!
     PIDS+=("$master")

@@ -101,38 +101,7 @@ for front in $FRONTS; do
             dir=$(realpath -m "$OUT/nginx")
             port=$(free_port)
             mkdir -p "$dir"
-            cat >"$dir/nginx.conf" <<EOF
-worker_processes 1;
-master_process off;
-daemon off;
-pid $dir/nginx.pid;
-error_log $dir/error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    client_body_temp_path $dir/client_body;
-    proxy_temp_path $dir/proxy;
-    fastcgi_temp_path $dir/fastcgi;
-    uwsgi_temp_path $dir/uwsgi;
-    scgi_temp_path $dir/scgi;
-    keepalive_requests 1000000;
-    upstream legacy {
-        server $UPSTREAM;
-        keepalive 128;
-        keepalive_requests 1000000;
-    }
-    server {
-        listen 127.0.0.1:$port;
-        location / {
-            proxy_pass http://legacy;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_set_header Host \$http_host;
-            proxy_buffering off;
-        }
-    }
-}
-EOF
+            nginx_conf "$dir" "$UPSTREAM" "$port" "master_process off;" >"$dir/nginx.conf"
             # `master_process off`: the one process that serves is the one callgrind counts.
             valgrind --tool=callgrind --callgrind-out-file="$OUT/callgrind.nginx.%p" \
                 "$NGINX" -p "$dir" -c "$dir/nginx.conf" >"$LOGS/nginx.out" 2>"$LOGS/nginx.err" &

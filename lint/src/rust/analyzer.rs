@@ -1144,12 +1144,7 @@ impl<'ast> Visit<'ast> for StateFinder<'_, '_> {
 
     fn visit_expr_call(&mut self, call: &'ast syn::ExprCall) {
         if let syn::Expr::Path(path) = &*call.func {
-            let segments: Vec<String> = path
-                .path
-                .segments
-                .iter()
-                .map(|segment| segment.ident.to_string())
-                .collect();
+            let segments = crate::rust::imports::segment_names(&path.path);
             self.sealed |= segments.iter().any(|segment| is_sealing_name(segment));
             let last = segments.last().map_or("", String::as_str);
             let first = segments.first().map_or("", String::as_str);

@@ -223,6 +223,15 @@ impl<'ast> Visit<'ast> for UseCollector<'_> {
     }
 }
 
+/// The identifiers of `path`, in order (`rmcp::model::CustomRequest::new` → its four names),
+/// for matching a path against a written one.
+pub fn segment_names(path: &syn::Path) -> Vec<String> {
+    path.segments
+        .iter()
+        .map(|segment| segment.ident.to_string())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

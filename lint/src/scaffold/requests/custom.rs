@@ -65,12 +65,7 @@ pub fn variant(
     let syn::Expr::Path(path) = &*call.func else {
         return None;
     };
-    let segments: Vec<String> = path
-        .path
-        .segments
-        .iter()
-        .map(|segment| segment.ident.to_string())
-        .collect();
+    let segments = crate::rust::imports::segment_names(&path.path);
     let [.., enum_name, variant] = segments.as_slice() else {
         return None;
     };
@@ -202,12 +197,7 @@ impl<'ast> Visit<'ast> for Method {
     fn visit_expr_call(&mut self, node: &'ast syn::ExprCall) {
         if self.method.is_none() {
             if let syn::Expr::Path(path) = &*node.func {
-                let segments: Vec<String> = path
-                    .path
-                    .segments
-                    .iter()
-                    .map(|segment| segment.ident.to_string())
-                    .collect();
+                let segments = crate::rust::imports::segment_names(&path.path);
                 if segments.ends_with(&["CustomRequest".to_owned(), "new".to_owned()]) {
                     self.method = node.args.first().cloned();
                     return;
