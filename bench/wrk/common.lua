@@ -20,6 +20,23 @@ function common.next_id()
   return thread_number * 1000000000 + counter
 end
 
+-- A POST of JSON that takes JSON or SSE back, with the given extra headers.
+function common.post(headers)
+  wrk.method = "POST"
+  wrk.headers["Content-Type"] = "application/json"
+  wrk.headers["Accept"] = "application/json, text/event-stream"
+  for name, value in pairs(headers) do wrk.headers[name] = value end
+end
+
+-- A 2026-07-28 `tools/call` of the tool `name`: its headers (no session).
+function common.post_tool_call(name)
+  common.post({
+    ["Mcp-Protocol-Version"] = "2026-07-28",
+    ["Mcp-Method"] = "tools/call",
+    ["Mcp-Name"] = name,
+  })
+end
+
 function common.bad(status, body)
   bad_answers = bad_answers + 1
   if first_bad == "" then

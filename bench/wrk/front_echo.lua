@@ -8,12 +8,7 @@ setup = common.setup
 done = common.done
 
 function init(args)
-  wrk.method = "POST"
-  wrk.headers["Content-Type"] = "application/json"
-  wrk.headers["Accept"] = "application/json, text/event-stream"
-  wrk.headers["Mcp-Protocol-Version"] = "2026-07-28"
-  wrk.headers["Mcp-Method"] = "tools/call"
-  wrk.headers["Mcp-Name"] = "echo"
+  common.post_tool_call("echo")
 end
 
 function request()

@@ -14,12 +14,7 @@ local meta = '"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
   .. '"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}'
 
 function init(args)
-  wrk.method = "POST"
-  wrk.headers["Content-Type"] = "application/json"
-  wrk.headers["Accept"] = "application/json, text/event-stream"
-  wrk.headers["Mcp-Protocol-Version"] = "2026-07-28"
-  wrk.headers["Mcp-Method"] = "tools/call"
-  wrk.headers["Mcp-Name"] = "test_input_required_result_elicitation"
+  common.post_tool_call("test_input_required_result_elicitation")
 end
 
 function request()

@@ -12,11 +12,7 @@ setup = common.setup
 done = common.done
 
 function init(args)
-  wrk.method = "POST"
-  wrk.headers["Content-Type"] = "application/json"
-  wrk.headers["Accept"] = "application/json, text/event-stream"
-  wrk.headers["Mcp-Session-Id"] = session
-  wrk.headers["Mcp-Protocol-Version"] = version
+  common.post({ ["Mcp-Session-Id"] = session, ["Mcp-Protocol-Version"] = version })
 end
 
 function request()
