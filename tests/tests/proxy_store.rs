@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use mcp_migrate_tests::support::RedisServer;
+use mcp_migrate_tests::support::{RedisServer, ReservedPort};
 use mcp_mrtr_proxy::state::PauseId;
 use mcp_mrtr_proxy::store::{
     self, ClaimError, Owner, PauseRecord, PauseStatus, PauseStore, StoreError, StoreLocation,
@@ -321,11 +321,9 @@ async fn redis_instances_share_claims_and_see_an_owner_go() {
 
 #[tokio::test]
 async fn an_unreachable_redis_is_a_clear_error() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // Reserved, so no Redis of a concurrent test starts on it meanwhile.
+    let reserved = ReservedPort::new();
+    let port = reserved.port();
     let location = StoreLocation::parse(&format!("redis://127.0.0.1:{port}/0"));
     let error = store::open(&location, None).await.unwrap_err().to_string();
     assert!(

@@ -51,7 +51,7 @@ pub use python::LegacySseServer;
 pub use raw::{
     parse_sse, ListenStream, RawClient, RawRequest, RawResponse, StreamItem, PROTOCOL_VERSION,
 };
-pub use redis::{redis_server_binary, RedisServer};
+pub use redis::{redis_server_binary, RedisServer, ReservedPort};
 pub use schema::SpecSchema;
 pub use script::{FormAction, Script, SeenRequest};
 

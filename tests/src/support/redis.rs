@@ -5,10 +5,11 @@
 //! When `redis-server` is not installed and the tests run as root, it is installed once with
 //! `apt-get` (`.ci/run` installs it the same way beforehand).
 
+use std::collections::HashSet;
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -63,21 +64,72 @@ fn find_or_install() -> Result<PathBuf, String> {
     }
 }
 
-/// One `redis-server` child on `127.0.0.1:port`.
+/// A loopback port that no other [`ReservedPort`] in this test process holds until it is dropped.
+///
+/// A killed `redis-server` frees its port while its test still means to restart on it (or to
+/// see nothing listening there); without the reservation a test starting at that moment can be
+/// handed the same port by the kernel, and the first test then talks to the wrong server.
+#[derive(Debug)]
+pub struct ReservedPort(u16);
+
+fn reserved_ports() -> &'static Mutex<HashSet<u16>> {
+    static RESERVED: OnceLock<Mutex<HashSet<u16>>> = OnceLock::new();
+    RESERVED.get_or_init(Default::default)
+}
+
+impl ReservedPort {
+    /// A port free now and not reserved by another test of this process.
+    pub fn new() -> ReservedPort {
+        loop {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .and_then(|listener| listener.local_addr())
+                .expect("a free port")
+                .port();
+            let mut reserved = reserved_ports().lock().unwrap_or_else(|e| e.into_inner());
+            if reserved.insert(port) {
+                return ReservedPort(port);
+            }
+        }
+    }
+
+    pub fn port(&self) -> u16 {
+        self.0
+    }
+}
+
+impl Default for ReservedPort {
+    fn default() -> Self {
+        ReservedPort::new()
+    }
+}
+
+impl Drop for ReservedPort {
+    fn drop(&mut self) {
+        reserved_ports()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.0);
+    }
+}
+
+/// One `redis-server` child on `127.0.0.1:port`; the port stays reserved for it (see
+/// [`ReservedPort`]) across [`RedisServer::kill`] and [`RedisServer::restart`].
 #[derive(Debug)]
 pub struct RedisServer {
     child: Option<Child>,
     port: u16,
+    _reservation: ReservedPort,
 }
 
 impl RedisServer {
     /// Starts a server on a free port and waits until it answers `PING`.
     pub async fn start() -> RedisServer {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .expect("a free port")
-            .port();
-        let mut server = RedisServer { child: None, port };
+        let reservation = ReservedPort::new();
+        let mut server = RedisServer {
+            child: None,
+            port: reservation.port(),
+            _reservation: reservation,
+        };
         server.spawn().await;
         server
     }
