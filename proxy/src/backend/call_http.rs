@@ -53,7 +53,7 @@ const MAX_HEADERS: usize = 64;
 const MAX_LINE: usize = 4 * 1024;
 /// Bodies larger than this are written after the head rather than copied next to it.
 const COPY_BODY_UP_TO: usize = 16 * 1024;
-/// The response header fields the lane reads (`backend/http.rs`: the body's type, the session
+/// The response header fields the lane reads (`backend/http/`: the body's type, the session
 /// an `initialize` opened, the challenge of a refusal), besides the framing ones read here. Only
 /// these are kept in the response's header map: building a map of every field (`Date`,
 /// `Cache-Control`, `Keep-Alive`, ...) cost more than the rest of the head's parsing

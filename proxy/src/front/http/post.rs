@@ -1,0 +1,267 @@
+//! A POST from its body to its response: the body read within the size limit and the read
+//! timeout, legacy traffic handed to [`crate::front::http_legacy`], the decision
+//! ([`super::decide`]), the handler's own task, and what it sends turned into a JSON or SSE
+//! response.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{header, HeaderMap, HeaderValue, Request, Response, StatusCode};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use hyper::body::Incoming;
+use serde_json::Value;
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
+use tracing::Instrument as _;
+
+use super::decide::{decide_post_as, PostDecision};
+use super::responses::{
+    body_timeout, challenge_response, empty_response, json_response, message_response, overloaded,
+    rejection_response, sse_event, sse_response, too_large,
+};
+use super::serve::Front;
+use super::sse_body::SseBody;
+use super::ResponseBody;
+use crate::credentials::OriginRewrite;
+use crate::front::callers::Caller;
+use crate::front::validate::{self, error_response, Rejection};
+use crate::front::SINK_CAPACITY;
+use crate::jsonrpc::{codes, ErrorObject};
+use crate::legacy_session::Era;
+use crate::limits;
+use crate::request::{FrontRequest, Handler, Outgoing, ResponseSink};
+
+impl Front {
+    /// A retry another instance passed on ([`crate::cluster`]): a sealed envelope, opened by the
+    /// handler; answered like `/mcp` (JSON, or SSE once a notification comes first).
+    pub(super) async fn forwarded(&self, request: Request<Incoming>) -> Response<ResponseBody> {
+        let (parts, body) = request.into_parts();
+        let bytes = match self.read_body(&parts.headers, body).await {
+            Ok(bytes) => bytes,
+            Err(response) => return response,
+        };
+        let request = match self.handler.open_forwarded(&bytes) {
+            Ok(request) => request,
+            Err(error) => {
+                crate::metrics::global().rejection("forward_refused");
+                tracing::warn!(message = %error.message, "refused a forwarded request");
+                return json_response(StatusCode::FORBIDDEN, &error_response(None, &error));
+            }
+        };
+        let Some(permit) = self.gate.try_enter() else {
+            crate::metrics::global().rejection("limit_concurrent_requests");
+            return overloaded(&request.id, &self.gate);
+        };
+        self.dispatch(request, true, permit, true).await
+    }
+
+    /// Reads a request body within the size limit and the read timeout.
+    async fn read_body(
+        &self,
+        headers: &HeaderMap,
+        body: Incoming,
+    ) -> Result<Bytes, Response<ResponseBody>> {
+        let limit = self.config.max_body_bytes;
+        let declared = headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.trim().parse::<u64>().ok());
+        if declared.is_some_and(|length| length > limit as u64) {
+            crate::metrics::global().rejection("body_too_large");
+            return Err(too_large(limit));
+        }
+        let read = tokio::time::timeout(
+            self.config.body_read_timeout,
+            Limited::new(body, limit).collect(),
+        );
+        match read.await {
+            Err(_) => {
+                crate::metrics::global().rejection("body_read_timeout");
+                Err(body_timeout(self.config.body_read_timeout))
+            }
+            Ok(Ok(collected)) => Ok(collected.to_bytes()),
+            Ok(Err(error)) if error.downcast_ref::<LengthLimitError>().is_some() => {
+                crate::metrics::global().rejection("body_too_large");
+                Err(too_large(limit))
+            }
+            Ok(Err(error)) => {
+                tracing::debug!(%error, "reading the request body failed");
+                Err(rejection_response(&Rejection::new(
+                    None,
+                    ErrorObject::new(codes::INVALID_REQUEST, "could not read the request body"),
+                    400,
+                )))
+            }
+        }
+    }
+
+    pub(super) async fn post(
+        &self,
+        request: Request<Incoming>,
+        caller: Caller,
+    ) -> Response<ResponseBody> {
+        let (parts, body) = request.into_parts();
+        let bytes = match self.read_body(&parts.headers, body).await {
+            Ok(bytes) => bytes,
+            Err(response) => return response,
+        };
+        if let Some(legacy) = &self.config.legacy {
+            let era = if legacy.policy().serves_legacy() {
+                crate::legacy_session::era::http_post_era(&parts.headers, &bytes)
+            } else {
+                Era::Modern
+            };
+            if era == Era::Legacy {
+                return crate::front::http_legacy::post(
+                    legacy,
+                    &parts.headers,
+                    &bytes,
+                    &self.gate,
+                    self.config.sse_keep_alive,
+                    self.callers(caller),
+                )
+                .await;
+            }
+            if !legacy.policy().serves_modern() {
+                return crate::front::http_legacy::refuse_modern(&bytes);
+            }
+        }
+        match decide_post_as(&parts.headers, &bytes, caller) {
+            PostDecision::Reject(rejection) => {
+                crate::metrics::global()
+                    .rejection(crate::metrics::validation_reason(rejection.error.code));
+                tracing::debug!(
+                    code = rejection.error.code,
+                    message = %rejection.error.message,
+                    "rejected a request"
+                );
+                rejection_response(&rejection)
+            }
+            // On HTTP, closing the response stream is the cancellation; a notification POST has
+            // nothing else to do.
+            PostDecision::Accepted => empty_response(StatusCode::ACCEPTED),
+            PostDecision::Dispatch {
+                request,
+                sse_allowed,
+            } => {
+                // Decided before the handler runs, so before any SSE byte.
+                let Some(permit) = self.gate.try_enter() else {
+                    crate::metrics::global().rejection("limit_concurrent_requests");
+                    tracing::warn!(
+                        max = self.gate.max(),
+                        "refused a request: too many requests in flight"
+                    );
+                    return overloaded(&request.id, &self.gate);
+                };
+                self.dispatch(request, sse_allowed, permit, false).await
+            }
+        }
+    }
+
+    /// Runs the handler for one request and turns what it sends into a JSON or SSE response.
+    async fn dispatch(
+        &self,
+        request: FrontRequest,
+        sse_allowed: bool,
+        permit: OwnedSemaphorePermit,
+        forwarded: bool,
+    ) -> Response<ResponseBody> {
+        let id = request.id.clone();
+        let span = crate::telemetry::request_span(&request, "http");
+        let (tx, rx) = mpsc::channel(SINK_CAPACITY);
+        let sink = ResponseSink::new(tx).observed(&request.method);
+        start_handler(self.handler.as_ref(), request, sink, span, forwarded);
+        respond_from(
+            rx,
+            id,
+            sse_allowed,
+            permit,
+            self.config.sse_keep_alive,
+            self.config.origin_rewrite.as_ref(),
+        )
+        .await
+    }
+}
+
+/// Turns what a request's handler sends into its HTTP response: a final response first is a JSON
+/// response with its status; a notification first (when the client takes `text/event-stream`)
+/// opens an SSE stream that ends with the final response and holds `permit` until then.
+/// Dropping this future (client gone before the first item) drops `rx`: the sender sees it.
+pub(crate) async fn respond_from(
+    mut rx: mpsc::Receiver<Outgoing>,
+    id: Value,
+    sse_allowed: bool,
+    permit: OwnedSemaphorePermit,
+    keep_alive: Option<Duration>,
+    rewrite: Option<&OriginRewrite>,
+) -> Response<ResponseBody> {
+    loop {
+        match rx.recv().await {
+            Some(Outgoing::Final {
+                message,
+                http_status,
+            }) => {
+                let status = StatusCode::from_u16(http_status)
+                    .ok()
+                    .filter(|status| !status.is_informational())
+                    .unwrap_or(StatusCode::OK);
+                let mut response = challenge_response(status, &message, rewrite)
+                    .unwrap_or_else(|| message_response(status, &message));
+                if status == StatusCode::SERVICE_UNAVAILABLE {
+                    response.headers_mut().insert(
+                        header::RETRY_AFTER,
+                        HeaderValue::from(limits::RETRY_AFTER_SECS),
+                    );
+                }
+                return response;
+            }
+            Some(Outgoing::Notification(message)) if sse_allowed => {
+                let body = SseBody::new(sse_event(&message), rx, id, keep_alive, permit);
+                return sse_response(body);
+            }
+            // The client accepts only `application/json`: notifications cannot be delivered.
+            Some(Outgoing::Notification(_)) => continue,
+            None => {
+                let error = handler_gone();
+                return json_response(
+                    StatusCode::from_u16(validate::http_status(error.code))
+                        .unwrap_or(StatusCode::OK),
+                    &error_response(Some(&id), &error),
+                );
+            }
+        }
+    }
+}
+
+/// Spawns `handler.handle` in its own task. A handler that panics (while building its future or
+/// while running it) drops the sink, which the front answers with `-32603`.
+pub(crate) fn start_handler(
+    handler: &dyn Handler,
+    request: FrontRequest,
+    sink: ResponseSink,
+    span: tracing::Span,
+    forwarded: bool,
+) {
+    let future = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if forwarded {
+            handler.handle_forwarded(request, sink)
+        } else {
+            handler.handle(request, sink)
+        }
+    }));
+    match future {
+        Ok(future) => {
+            tokio::spawn(future.instrument(span));
+        }
+        Err(_) => {
+            tracing::error!(parent: &span, "the handler panicked");
+        }
+    }
+}
+
+/// The error sent when the handler dropped its sink without a final response.
+pub(crate) fn handler_gone() -> ErrorObject {
+    ErrorObject::new(
+        codes::INTERNAL_ERROR,
+        "internal error: the request ended without a response",
+    )
+}
