@@ -415,8 +415,8 @@ fn blank(tokens: &Tokens<'_>, items: &[Item<'_>], aliases: &[&str], masked: &mut
         };
         if ALWAYS_KEPT.contains(&item.keyword) {
             // A struct matters to the walk only through its fields: one typed with a peer, or
-            // named like a secret (see `FieldCollector` and `visit_item_struct` in
-            // `analyzer.rs`).
+            // named like a secret (see `FieldCollector` in `analyzer/peers.rs` and
+            // `visit_item_struct` in `analyzer/walk.rs`).
             if item.keyword == "struct" && !may_match() && !struct_may_matter(bytes) {
                 blank_range(text, item.start, item.end, &mut masked.bytes);
             }
@@ -441,7 +441,7 @@ fn blank(tokens: &Tokens<'_>, items: &[Item<'_>], aliases: &[&str], masked: &mut
         }
         if !may_match {
             // A function that returns a peer (`fn peer(&self) -> Peer<RoleServer>`): the walk
-            // reads its signature (see `FieldCollector` in `analyzer.rs`); its body may go.
+            // reads its signature (see `FieldCollector` in `analyzer/peers.rs`); its body may go.
             if item.keyword == "fn" && returns_a_peer(bytes) {
                 blank_blocks(tokens, item.first, item.last + 1, aliases, masked);
             } else {
