@@ -233,8 +233,9 @@ impl<'a> Analyzer<'a> {
         }
     }
 
-    /// Whether `resolved` may name an SDK item: resolved into rmcp, or unresolved in a file whose
-    /// crate uses the SDK and whose name is not a local (`crate::`, `self::`) path.
+    /// Whether `resolved` may name an SDK item: resolved into rmcp (through a `use`, or spelled
+    /// from the SDK crate's name), or unresolved and not a local (`crate::`, `self::`) path in a
+    /// file that glob-imports from the SDK (`use rmcp::model::*;`): `imports::UseMap` decides both.
     fn may_be_sdk(&self, resolved: &Resolved) -> bool {
         resolved.is_sdk
     }
