@@ -212,6 +212,131 @@ pub fn parse_raw_response(bytes: &[u8]) -> Option<Message> {
     })
 }
 
+/// The members of a message object that [`Message::from_value`] reads (the last of duplicates,
+/// as in a `Value` map).
+#[derive(Default)]
+struct Members {
+    /// `jsonrpc` is the string `"2.0"`.
+    jsonrpc_ok: bool,
+    id: Option<Value>,
+    method: Option<Value>,
+    params: Option<Value>,
+    result: Option<Value>,
+    error: Option<Value>,
+}
+
+/// A JSON text as [`Message::parse`] reads it. Every part is parsed as a `Value` would be (other
+/// members, array items included, into `Value`s that are then dropped), so a text is valid JSON
+/// here exactly when it parses into a `Value`.
+enum Envelope {
+    Object(Members),
+    Array,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Envelope {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(EnvelopeVisitor)
+    }
+}
+
+struct EnvelopeVisitor;
+
+impl<'de> serde::de::Visitor<'de> for EnvelopeVisitor {
+    type Value = Envelope;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Envelope, E> {
+        Ok(Envelope::Other)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Envelope, E> {
+        Ok(Envelope::Other)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Envelope, E> {
+        Ok(Envelope::Other)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Envelope, E> {
+        Ok(Envelope::Other)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Envelope, E> {
+        Ok(Envelope::Other)
+    }
+    fn visit_unit<E>(self) -> Result<Envelope, E> {
+        Ok(Envelope::Other)
+    }
+    fn visit_none<E>(self) -> Result<Envelope, E> {
+        Ok(Envelope::Other)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Envelope, A::Error> {
+        while seq.next_element::<Value>()?.is_some() {}
+        Ok(Envelope::Array)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Envelope, A::Error> {
+        let mut members = Members::default();
+        while let Some(key) = map.next_key::<MemberKey>()? {
+            let slot = match key {
+                MemberKey::Jsonrpc => {
+                    let value: Value = map.next_value()?;
+                    members.jsonrpc_ok = value.as_str() == Some("2.0");
+                    continue;
+                }
+                MemberKey::Id => &mut members.id,
+                MemberKey::Method => &mut members.method,
+                MemberKey::Params => &mut members.params,
+                MemberKey::Result => &mut members.result,
+                MemberKey::Error => &mut members.error,
+                MemberKey::Other => {
+                    map.next_value::<Value>()?;
+                    continue;
+                }
+            };
+            *slot = Some(map.next_value()?);
+        }
+        Ok(Envelope::Object(members))
+    }
+}
+
+/// A member name of a message object, read without allocating (escapes decoded, as in a
+/// `Value` map's keys).
+enum MemberKey {
+    Jsonrpc,
+    Id,
+    Method,
+    Params,
+    Result,
+    Error,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for MemberKey {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl serde::de::Visitor<'_> for KeyVisitor {
+            type Value = MemberKey;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E>(self, key: &str) -> Result<MemberKey, E> {
+                Ok(match key {
+                    "jsonrpc" => MemberKey::Jsonrpc,
+                    "id" => MemberKey::Id,
+                    "method" => MemberKey::Method,
+                    "params" => MemberKey::Params,
+                    "result" => MemberKey::Result,
+                    "error" => MemberKey::Error,
+                    _ => MemberKey::Other,
+                })
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
 /// Why a message could not be read.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ParseError {
@@ -245,20 +370,38 @@ impl Message {
         let Value::Object(mut object) = value else {
             return Err(ParseError::Shape("expected a JSON object"));
         };
-        if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        Message::from_members(Members {
+            jsonrpc_ok: object.get("jsonrpc").and_then(Value::as_str) == Some("2.0"),
+            id: object.remove("id"),
+            method: object.remove("method"),
+            params: object.remove("params"),
+            result: object.remove("result"),
+            error: object.remove("error"),
+        })
+    }
+
+    /// [`Message::from_value`] from the members it reads.
+    fn from_members(members: Members) -> Result<Message, ParseError> {
+        let Members {
+            jsonrpc_ok,
+            id,
+            method,
+            params,
+            result,
+            error,
+        } = members;
+        if !jsonrpc_ok {
             return Err(ParseError::Shape("`jsonrpc` must be \"2.0\""));
         }
-        let id = object.remove("id");
         if let Some(id) = &id {
             if !(id.is_string() || id.is_i64() || id.is_u64() || id.is_null()) {
                 return Err(ParseError::Shape("`id` must be a string or an integer"));
             }
         }
-        if let Some(method) = object.remove("method") {
+        if let Some(method) = method {
             let Value::String(method) = method else {
                 return Err(ParseError::Shape("`method` must be a string"));
             };
-            let params = object.remove("params");
             if params
                 .as_ref()
                 .is_some_and(|p| !p.is_object() && !p.is_array())
@@ -274,7 +417,7 @@ impl Message {
             });
         }
         let id = id.ok_or(ParseError::Shape("a response needs an `id`"))?;
-        match (object.remove("result"), object.remove("error")) {
+        match (result, error) {
             (Some(result), None) => Ok(Message::Response {
                 id,
                 outcome: Ok(result),
@@ -301,14 +444,17 @@ impl Message {
         }
     }
 
-    /// Reads exactly one message (no batch) from bytes.
+    /// Reads exactly one message (no batch) from bytes: the same message, or the same error, as
+    /// [`Message::from_value`] of the parsed [`Value`], without building the envelope's map (its
+    /// members are read straight off the parser; callgrind, bench/proxy-vs-nginx.md).
     pub fn parse(bytes: &[u8]) -> Result<Message, ParseError> {
-        let value: Value =
+        let read: Envelope =
             serde_json::from_slice(bytes).map_err(|error| ParseError::Json(error.to_string()))?;
-        if value.is_array() {
-            return Err(ParseError::Shape("batches are not allowed"));
+        match read {
+            Envelope::Object(members) => Message::from_members(members),
+            Envelope::Array => Err(ParseError::Shape("batches are not allowed")),
+            Envelope::Other => Err(ParseError::Shape("expected a JSON object")),
         }
-        Message::from_value(value)
     }
 
     pub fn to_value(&self) -> Value {
@@ -601,6 +747,87 @@ mod tests {
                 .and_then(|mut messages| messages.remove(0))
                 .unwrap_err();
             assert_eq!(error.to_error().code, code, "{text}");
+        }
+    }
+
+    /// `Message::parse` reads the envelope off the parser: the same message or the same error
+    /// as parsing a `Value` first.
+    #[test]
+    fn parse_agrees_with_the_value_path() {
+        fn by_value(bytes: &[u8]) -> Result<Message, ParseError> {
+            let value: Value = serde_json::from_slice(bytes)
+                .map_err(|error| ParseError::Json(error.to_string()))?;
+            if value.is_array() {
+                return Err(ParseError::Shape("batches are not allowed"));
+            }
+            Message::from_value(value)
+        }
+        let texts: &[&[u8]] = &[
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
+            br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
+            br#"{"jsonrpc":"2.0","id":"a","result":{"x":[1,2.5,null,true]}}"#,
+            br#"{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"m","data":{}}}"#,
+            br#"{"jsonrpc":"2.0","id":7,"error":{"message":"m"}}"#,
+            br#"{"jsonrpc":"2.0","id":7,"result":1,"error":{"code":1}}"#,
+            br#"{"jsonrpc":"2.0","id":7}"#,
+            br#"{"jsonrpc":"2.0"}"#,
+            br#"{"jsonrpc":"1.0","id":1,"method":"m"}"#,
+            br#"{"jsonrpc":2,"id":1,"method":"m"}"#,
+            br#"{"id":1,"method":"m"}"#,
+            br#"{"jsonrpc":"2.0","id":null,"method":"m"}"#,
+            br#"{"jsonrpc":"2.0","id":1.5,"method":"m"}"#,
+            br#"{"jsonrpc":"2.0","id":-3,"method":"m"}"#,
+            br#"{"jsonrpc":"2.0","id":[1],"method":"m"}"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":3}"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"m","params":3}"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"m","params":[1]}"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"m","params":null}"#,
+            br#"{"jsonrpc":"1.0","jsonrpc":"2.0","id":1,"id":2,"method":"a","method":"b"}"#,
+            br#"{"jsonrpc":"2.0","jsonrpc":"1.0","id":1,"method":"m"}"#,
+            br#"{"json\u0072pc":"2.0","\u0069d":1,"method":"m","extra":{"deep":[{}]}}"#,
+            br#"{"jsonrpc":"2.\u0030","id":"\ud83d\ude00","method":"m"}"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"m","extra":"\ud800"}"#,
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\",\"extra\":\"\xff\"}",
+            b"[\"\xff\"]",
+            br#"[{"jsonrpc":"2.0","id":1,"method":"m"}]"#,
+            br#"[]"#,
+            br#"[1,"#,
+            br#""text""#,
+            br#"3"#,
+            br#"-1.5e3"#,
+            br#"1e400"#,
+            br#"true"#,
+            br#"null"#,
+            br#"{}"#,
+            br#""#,
+            br#"   "#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"m"} x"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"m",}"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"m""#,
+            br#"{"jsonrpc":"2.0","id":18446744073709551616,"method":"m"}"#,
+            br#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"m"}"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":"\u0000\n"}}"#,
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\",\"params\":{\"a\":\"\x01\"}}",
+            br#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1}}  "#,
+            br#"{1:2}"#,
+        ];
+        for text in texts {
+            assert_eq!(
+                Message::parse(text),
+                by_value(text),
+                "{}",
+                String::from_utf8_lossy(text)
+            );
+        }
+        for deep in [
+            format!("{}{}", "[".repeat(200), "]".repeat(200)),
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{}1{}}}"#,
+                r#"{"a":"#.repeat(130),
+                "}".repeat(130)
+            ),
+        ] {
+            assert_eq!(Message::parse(deep.as_bytes()), by_value(deep.as_bytes()));
         }
     }
 
