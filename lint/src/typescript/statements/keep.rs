@@ -38,9 +38,13 @@ pub fn words() -> impl Iterator<Item = &'static str> {
     super::super::TRIGGERS.iter().chain(EXTRA_WORDS).copied()
 }
 
+/// Built once per run: a contiguous NFA behind the SIMD searcher (see `prefilter.rs`), not the
+/// DFA aho-corasick picks by default for this many words, whose build costs more than its
+/// searches save on a run's files.
 static WORDS: LazyLock<AhoCorasick> = LazyLock::new(|| {
     AhoCorasick::builder()
         .match_kind(MatchKind::LeftmostFirst)
+        .kind(Some(AhoCorasickKind::ContiguousNFA))
         .build(words())
         .expect("the statement words build a searcher")
 });
