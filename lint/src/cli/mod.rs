@@ -241,13 +241,26 @@ pub fn run(args: Args, ordered: Vec<(usize, Level, String)>) -> u8 {
         }
     }
     // syn and the walk recurse once per nesting level (bounded by `rust::MAX_NESTING`): give the
-    // workers room for that. Building the global pool only fails if it exists already.
+    // workers room for that.
     let mut pool = rayon::ThreadPoolBuilder::new().stack_size(WORKER_STACK_BYTES);
     if let Some(threads) = args.threads {
         pool = pool.num_threads(threads.max(1));
     }
-    let _ = pool.build_global();
+    match pool.build() {
+        // The whole job runs on one of the pool's threads: between two parallel steps the serial
+        // ones (crate contexts, peer fields, sorting, the report) run there too, and each
+        // parallel step starts on that thread at once instead of waking a worker while the main
+        // thread goes to sleep until a worker wakes it again (two wake-ups per step).
+        Ok(pool) => pool.install(|| lint_job(&args, cli_levels)),
+        Err(error) => {
+            eprintln!("error: could not start the linting threads: {error}");
+            EXIT_ERROR
+        }
+    }
+}
 
+/// Finds the targets, lints them (fixing them if asked) and writes the report: the exit code.
+fn lint_job(args: &Args, cli_levels: Vec<(RuleId, Level)>) -> u8 {
     // Also after `--fix`: the manifest texts a walk reads are those from before the fixes.
     let find_targets = || {
         if args.paths.is_empty() {
@@ -264,7 +277,7 @@ pub fn run(args: Args, ordered: Vec<(usize, Level, String)>) -> u8 {
         Ok(targets) => targets,
         Err(code) => return code,
     };
-    let config = match load_config(&args, &targets, cli_levels) {
+    let config = match load_config(args, &targets, cli_levels) {
         Ok(config) => config,
         Err(error) => {
             eprintln!("{:?}", miette::Report::new(*error));
@@ -273,10 +286,10 @@ pub fn run(args: Args, ordered: Vec<(usize, Level, String)>) -> u8 {
     };
     let mut outcome = crate::lint(&targets, &config, !args.no_prefilter);
     if args.diff {
-        return print_diff(&targets, &config, &outcome, allowed_fixes(&args));
+        return print_diff(&targets, &config, &outcome, allowed_fixes(args));
     }
     if args.fix || args.unsafe_fixes {
-        match apply_fixes(&targets, &config, &outcome, allowed_fixes(&args)) {
+        match apply_fixes(&targets, &config, &outcome, allowed_fixes(args)) {
             Ok(0) => {}
             // Report what the fixes left, from a new walk.
             Ok(_) => match find_targets() {
@@ -289,7 +302,7 @@ pub fn run(args: Args, ordered: Vec<(usize, Level, String)>) -> u8 {
             write_scaffolds(&outcome);
         }
     }
-    if let Some(code) = adopt(&args, &mut outcome) {
+    if let Some(code) = adopt(args, &mut outcome) {
         return code;
     }
     let color = match args.color {
