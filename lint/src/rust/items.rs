@@ -24,6 +24,7 @@ use ra_ap_rustc_lexer::TokenKind;
 
 mod lets;
 mod lexer;
+mod names;
 mod squeeze;
 mod uses;
 
@@ -314,8 +315,10 @@ pub fn scan(text: &str, max_depth: usize, mask: Mask, states: bool) -> Scan {
     let masks = match mask {
         Mask::Nothing => false,
         Mask::WithoutTrigger(triggers) => {
-            tokens.triggers =
+            let mut triggers =
                 triggers.unwrap_or_else(|| crate::prefilter::trigger_starts(text.as_bytes()));
+            triggers.retain(|&at| names::counts(text.as_bytes(), at));
+            tokens.triggers = triggers;
             true
         }
     };

@@ -1,0 +1,148 @@
+//! Trigger words that keep an item only as a whole name. Five families of [`TRIGGERS`] are
+//! prefixes of the names a rule reads (`SseServer` of `SseServerConfig`, `elicit` of
+//! `elicit_with_timeout`, `notify_` of `notify_logging_message`), but an MCP gateway spells them
+//! in names of its own everywhere: `SseServerHandler`, `run_sse_server`, `ElicitationAction`,
+//! `peer.notify_tool_list_changed()`, `ServerCapabilities::builder()`. The front-end compares
+//! names whole (`symbols::method`, `symbols::symbol_name`, `symbols::path`,
+//! `symbols::capability_field`, `symbols::handler_method`, the typed-elicitation and schema
+//! shapes), so such a word, where the name around it is none of [`READ_NAMES`], holds nothing to
+//! report: an item (or statement) whose trigger words are all of that kind is blanked like one
+//! without any.
+//!
+//! A dropped word must not hide another trigger word: when one starts at the same offset
+//! (`elicitation/` under `elicit` in `"elicitation/create"`) or inside it, the word is kept.
+//!
+//! [`TRIGGERS`]: crate::prefilter::TRIGGERS
+
+use crate::prefilter::TRIGGERS;
+
+/// The trigger words that count only inside a name of [`READ_NAMES`].
+const WHOLE_NAME_WORDS: &[&str] = &[
+    "SseServer",
+    "SseClient",
+    "SseTransport",
+    "sse_server",
+    "sse_client",
+    "elicit",
+    "Elicitation",
+    "notify_",
+    "Capabilities",
+];
+
+/// Every name the front-end compares a whole identifier with that holds a word of
+/// [`WHOLE_NAME_WORDS`], besides [`crate::rust::METHOD_NAMES`] and [`crate::rust::SYMBOLS`] (a
+/// test checks that each of those counts).
+const READ_NAMES: &[&str] = &[
+    // `symbols::handler_method`, `symbols::path`, the generic request's argument scan.
+    "on_url_elicitation_notification_complete",
+    "url_elicitation_required",
+    "URL_ELICITATION_REQUIRED",
+    "CreateElicitationRequest",
+    "CreateElicitationRequestParams",
+    "ElicitRequest",
+    // `elicit_safe!(T)`, `ElicitationSchema::builder()`, `UrlElicitationParams { url, .. }`.
+    "elicit_safe",
+    "ElicitationSchema",
+    "ElicitationSchemaBuilder",
+    "UrlElicitationParams",
+    // `InputRequest::Elicitation`.
+    "Elicitation",
+    // `symbols::capability_field`.
+    "ServerCapabilities",
+    "ClientCapabilities",
+];
+
+fn is_name_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || byte == b'_' || byte >= 0x80
+}
+
+/// Whether the trigger word found at `at` in `text` may hold something to report: any word but
+/// those of [`WHOLE_NAME_WORDS`]; those when the name around them is read by a rule, or when
+/// another trigger word starts within them.
+pub(super) fn counts(text: &[u8], at: usize) -> bool {
+    let rest = &text[at..];
+    // The word the automaton found here: leftmost-first, so the first of the list.
+    let Some(word) = TRIGGERS.iter().find(|word| rest.starts_with(word.as_bytes())) else {
+        return true;
+    };
+    if !WHOLE_NAME_WORDS.contains(word) {
+        return true;
+    }
+    let start = text[..at]
+        .iter()
+        .rposition(|&byte| !is_name_byte(byte))
+        .map_or(0, |before| before + 1);
+    let end = rest
+        .iter()
+        .position(|&byte| !is_name_byte(byte))
+        .map_or(text.len(), |after| at + after);
+    if is_read_name(&text[start..end]) {
+        return true;
+    }
+    // Another trigger word at the same offset or inside this one, which the automaton skipped.
+    (at..at + word.len()).any(|inner| {
+        TRIGGERS
+            .iter()
+            .any(|other| other != word && text[inner..].starts_with(other.as_bytes()))
+    })
+}
+
+fn is_read_name(name: &[u8]) -> bool {
+    let Ok(name) = std::str::from_utf8(name) else {
+        return true;
+    };
+    READ_NAMES.contains(&name)
+        || crate::rust::METHOD_NAMES.contains(&name)
+        || crate::rust::SYMBOLS.iter().any(|(symbol, _)| *symbol == name)
+        || crate::rust::symbols::SSE_TRANSPORT_TYPES.contains(&name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counted(text: &str) -> Vec<&str> {
+        crate::prefilter::trigger_starts(text.as_bytes())
+            .into_iter()
+            .filter(|&at| counts(text.as_bytes(), at))
+            .map(|at| &text[at..])
+            .map(|rest| rest.split(|c: char| !c.is_alphanumeric() && c != '_').next().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_gateways_own_names_do_not_count() {
+        let text = "SseServerHandler::new(); run_sse_server(); let a: ElicitationAction; \
+                    peer.notify_tool_list_changed(); SseClientCapabilities::default(); \
+                    elicitation_handler; 使用SseClientTransport";
+        assert!(counted(text).is_empty(), "{:?}", counted(text));
+    }
+
+    #[test]
+    fn every_name_a_rule_reads_counts() {
+        for name in crate::rust::METHOD_NAMES
+            .iter()
+            .chain(crate::rust::SYMBOLS.iter().map(|(name, _)| name))
+            .chain(READ_NAMES)
+        {
+            let text = format!("x.{name}(); ");
+            let found = crate::prefilter::trigger_starts(text.as_bytes());
+            assert!(
+                found.iter().any(|&at| counts(text.as_bytes(), at)),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_dropped_word_does_not_hide_another() {
+        // `elicit` is found at the start of `elicitation/`, which is a word of its own.
+        assert_eq!(
+            counted("json!({\"method\": \"elicitation/create\"})"),
+            ["elicitation"]
+        );
+        // `SseClient` covers the start of `ClientNotification`.
+        assert_eq!(counted("SseClientNotification"), ["SseClientNotification"]);
+        assert_eq!(counted("x.list_roots()"), ["list_roots"]);
+    }
+}
