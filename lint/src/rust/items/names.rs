@@ -61,13 +61,18 @@ fn is_name_byte(byte: u8) -> bool {
 /// another trigger word starts within them.
 pub(super) fn counts(text: &[u8], at: usize) -> bool {
     let rest = &text[at..];
-    // The word the automaton found here: leftmost-first, so the first of the list.
-    let Some(word) = TRIGGERS.iter().find(|word| rest.starts_with(word.as_bytes())) else {
-        return true;
-    };
-    if !WHOLE_NAME_WORDS.contains(word) {
+    // The first bytes of [`WHOLE_NAME_WORDS`]: every other word counts without a look-up.
+    if !matches!(rest.first(), Some(b'S' | b's' | b'e' | b'E' | b'n' | b'C')) {
         return true;
     }
+    // Which of them the automaton found here does not matter: when another trigger word starts
+    // at the same offset, the check at the end keeps it.
+    let Some(word) = WHOLE_NAME_WORDS
+        .iter()
+        .find(|word| rest.starts_with(word.as_bytes()))
+    else {
+        return true;
+    };
     let start = text[..at]
         .iter()
         .rposition(|&byte| !is_name_byte(byte))
@@ -76,15 +81,44 @@ pub(super) fn counts(text: &[u8], at: usize) -> bool {
         .iter()
         .position(|&byte| !is_name_byte(byte))
         .map_or(text.len(), |after| at + after);
-    if is_read_name(&text[start..end]) {
+    let name = &text[start..end];
+    if is_read_name(name) && (!LITERAL_ONLY.contains(&name) || constructed_or_renamed(text, end)) {
         return true;
     }
     // Another trigger word at the same offset or inside this one, which the automaton skipped.
-    (at..at + word.len()).any(|inner| {
-        TRIGGERS
-            .iter()
-            .any(|other| other != word && text[inner..].starts_with(other.as_bytes()))
-    })
+    let same_start = TRIGGERS.iter().any(|other| {
+        other.as_bytes()[0] == rest[0] && other != word && rest.starts_with(other.as_bytes())
+    });
+    let inside = &text[at + 1..text.len().min(at + word.len() + LONGEST_TRIGGER)];
+    same_start
+        || crate::prefilter::trigger_starts(inside)
+            .first()
+            .is_some_and(|&found| found + 1 < word.len())
+}
+
+/// Longer than any word of [`TRIGGERS`] (a test checks it).
+const LONGEST_TRIGGER: usize = 32;
+
+/// Names a rule reads only in a struct literal (`symbols::capability_field`:
+/// `ServerCapabilities { logging: Some(..), .. }`): `ServerCapabilities::builder()`, every
+/// `get_info`'s, holds nothing to report.
+const LITERAL_ONLY: &[&[u8]] = &[b"ServerCapabilities", b"ClientCapabilities"];
+
+/// Whether the name that ends at `end` opens a struct literal (`{`), is renamed (`as`, which
+/// makes an alias that hides it, see `items.rs`), or is followed by a comment (conservatively).
+fn constructed_or_renamed(text: &[u8], end: usize) -> bool {
+    let after = &text[end..];
+    let Some(next) = after.iter().position(|byte| !byte.is_ascii_whitespace()) else {
+        return false;
+    };
+    match after[next] {
+        b'{' | b'/' => true,
+        b'a' => {
+            after[next..].starts_with(b"as")
+                && !after.get(next + 2).is_some_and(|&byte| is_name_byte(byte))
+        }
+        _ => false,
+    }
 }
 
 fn is_read_name(name: &[u8]) -> bool {
@@ -125,13 +159,29 @@ mod tests {
             .chain(crate::rust::SYMBOLS.iter().map(|(name, _)| name))
             .chain(READ_NAMES)
         {
-            let text = format!("x.{name}(); ");
+            // Followed by `{`: the struct literal a `LITERAL_ONLY` name counts in.
+            let text = format!("x.{name} {{}}; ");
             let found = crate::prefilter::trigger_starts(text.as_bytes());
             assert!(
                 found.iter().any(|&at| counts(text.as_bytes(), at)),
                 "{name}"
             );
         }
+    }
+
+    #[test]
+    fn capabilities_count_in_a_struct_literal_or_a_renaming_import_only() {
+        let text = "ServerCapabilities::builder().build(); ServerCapabilities { logging: None }; \
+                    use rmcp::model::{ClientCapabilities as Caps}; ClientCapabilities\n  {}";
+        assert_eq!(
+            counted(text),
+            ["ServerCapabilities", "ClientCapabilities", "ClientCapabilities"]
+        );
+    }
+
+    #[test]
+    fn no_trigger_is_longer_than_the_overlap_window() {
+        assert!(TRIGGERS.iter().all(|word| word.len() < LONGEST_TRIGGER));
     }
 
     #[test]
