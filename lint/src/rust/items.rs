@@ -1,6 +1,8 @@
 //! Parse only what can match: a lexer pass (rustc's tokens, see [`lexer`]) splits a file into
 //! its top-level items, and the items that contain no trigger word (see
-//! [`crate::prefilter::item_may_match`]) are blanked out before syn parses the file. On an
+//! [`crate::prefilter::item_may_match`]; a word that is only part of a name no rule reads, such
+//! as `SseServer` in `SseServerHandler`, does not count: see [`names`]) are blanked out before
+//! syn parses the file. On an
 //! MCP-heavy crate most files pass the file-level pre-filter, but most of each file (tool bodies,
 //! helpers, tests) never names the legacy surface.
 //!

@@ -39,7 +39,6 @@ const READ_NAMES: &[&str] = &[
     "URL_ELICITATION_REQUIRED",
     "CreateElicitationRequest",
     "CreateElicitationRequestParams",
-    "ElicitRequest",
     // `elicit_safe!(T)`, `ElicitationSchema::builder()`, `UrlElicitationParams { url, .. }`.
     "elicit_safe",
     "ElicitationSchema",
@@ -135,6 +134,7 @@ fn is_read_name(name: &[u8]) -> bool {
 mod tests {
     use super::*;
 
+    /// The words that count, each up to the end of its name.
     fn counted(text: &str) -> Vec<&str> {
         crate::prefilter::trigger_starts(text.as_bytes())
             .into_iter()
@@ -173,10 +173,8 @@ mod tests {
     fn capabilities_count_in_a_struct_literal_or_a_renaming_import_only() {
         let text = "ServerCapabilities::builder().build(); ServerCapabilities { logging: None }; \
                     use rmcp::model::{ClientCapabilities as Caps}; ClientCapabilities\n  {}";
-        assert_eq!(
-            counted(text),
-            ["ServerCapabilities", "ClientCapabilities", "ClientCapabilities"]
-        );
+        // The struct literal, the renaming import, the struct literal over a line break.
+        assert_eq!(counted(text), ["Capabilities"; 3]);
     }
 
     #[test]
