@@ -189,11 +189,15 @@ fn split<'t>(
         let (start, end) = (token.start, token.end);
         if depth == 0 && closed_by_brace {
             closed_by_brace = false;
-            // `if .. { } else { }` is one statement.
-            let is_else = statements
-                && matches!(token.kind, TokenKind::Ident)
-                && tokens.word(&token) == "else";
-            if is_else
+            // `if .. { } else { }` is one statement; so is `if let S { a, .. } = s { }` and
+            // `for S { a } in list { }`, whose first `}` closes a pattern.
+            let continues = statements
+                && match token.kind {
+                    TokenKind::Ident => matches!(tokens.word(&token), "else" | "in"),
+                    TokenKind::Eq => true,
+                    _ => false,
+                };
+            if continues
                 || matches!(
                     token.kind,
                     TokenKind::Semi | TokenKind::Dot | TokenKind::Question
@@ -709,6 +713,15 @@ mod tests {
         let out = masked(text);
         assert!(out.contains("let a = S { b: 1 } + peer.list_roots();"));
         assert!(out.contains("T { c: 2 }.peer.list_roots();"));
+        syn::parse_file(&out).unwrap();
+    }
+
+    #[test]
+    fn a_struct_pattern_does_not_end_an_if_let() {
+        let text = "fn f(r: R) {\n    if let R::Form { message, .. } = &r\n        && message == \"x\"\n    {\n        peer.list_roots();\n    }\n    for S { a } in list { a.list_roots(); }\n}\n";
+        let out = masked(text);
+        assert!(out.contains("if let R::Form { message, .. } = &r"), "{out}");
+        assert!(out.contains("for S { a } in list {"), "{out}");
         syn::parse_file(&out).unwrap();
     }
 

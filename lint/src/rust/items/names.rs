@@ -126,7 +126,9 @@ fn is_read_name(name: &[u8]) -> bool {
     };
     READ_NAMES.contains(&name)
         || crate::rust::METHOD_NAMES.contains(&name)
-        || crate::rust::SYMBOLS.iter().any(|(symbol, _)| *symbol == name)
+        || crate::rust::SYMBOLS
+            .iter()
+            .any(|(symbol, _)| *symbol == name)
         || crate::rust::symbols::SSE_TRANSPORT_TYPES.contains(&name)
 }
 
@@ -140,7 +142,11 @@ mod tests {
             .into_iter()
             .filter(|&at| counts(text.as_bytes(), at))
             .map(|at| &text[at..])
-            .map(|rest| rest.split(|c: char| !c.is_alphanumeric() && c != '_').next().unwrap())
+            .map(|rest| {
+                rest.split(|c: char| !c.is_alphanumeric() && c != '_')
+                    .next()
+                    .unwrap()
+            })
             .collect()
     }
 
