@@ -403,6 +403,18 @@ fn returns_a_peer(item: &[u8]) -> bool {
         .any(|name| memchr::memmem::find(output, name.as_bytes()).is_some())
 }
 
+/// Whether a container item may hold a function that returns a peer: a peer type named between
+/// one of its `->` and the next `{` or `;` (what [`returns_a_peer`] reads of each method).
+fn may_return_a_peer(item: &[u8]) -> bool {
+    memchr::memmem::find_iter(item, b"->").any(|arrow| {
+        let rest = &item[arrow..];
+        let output = &rest[..memchr::memchr2(b'{', b';', rest).unwrap_or(rest.len())];
+        super::analyzer::PEER_TYPES
+            .iter()
+            .any(|name| memchr::memmem::find(output, name.as_bytes()).is_some())
+    })
+}
+
 /// Blanks the items that cannot match; splits the kept containers again, and blanks the
 /// statements that cannot match in every block of the other kept items.
 fn blank(tokens: &Tokens<'_>, items: &[Item<'_>], aliases: &[&str], masked: &mut Blanking) {
@@ -453,12 +465,15 @@ fn blank(tokens: &Tokens<'_>, items: &[Item<'_>], aliases: &[&str], masked: &mut
             // reads its signature (see `FieldCollector` in `analyzer/peers.rs`); its body may go.
             if item.keyword == "fn" && returns_a_peer(bytes) {
                 blank_blocks(tokens, item.first, item.last + 1, aliases, masked);
-            } else {
-                blank_range(text, item.start, item.end, &mut masked.bytes);
+                continue;
             }
-            continue;
-        }
-        if !CONTAINERS.contains(&item.keyword) {
+            // The same function as a method (`impl Hub { fn upstream(&self) -> Peer<..> }`):
+            // the block is split like a kept one, so that the signature stays.
+            if !(CONTAINERS.contains(&item.keyword) && may_return_a_peer(bytes)) {
+                blank_range(text, item.start, item.end, &mut masked.bytes);
+                continue;
+            }
+        } else if !CONTAINERS.contains(&item.keyword) {
             blank_blocks(tokens, item.first, item.last + 1, aliases, masked);
             continue;
         }
@@ -713,6 +728,18 @@ mod tests {
         let out = masked(text);
         assert!(out.contains("let a = S { b: 1 } + peer.list_roots();"));
         assert!(out.contains("T { c: 2 }.peer.list_roots();"));
+        syn::parse_file(&out).unwrap();
+    }
+
+    #[test]
+    fn a_method_that_returns_a_peer_keeps_its_signature() {
+        let text = "impl Hub {\n    fn upstream(&self) -> Peer<RoleServer> { todo!() }\n    fn quiet(&self) {}\n}\nasync fn f(h: Hub) { h.upstream().list_roots().await; }\n";
+        let out = masked(text);
+        assert_kept_and_gone(
+            &out,
+            &["impl Hub {", "fn upstream(&self) -> Peer<RoleServer>"],
+            &["quiet"],
+        );
         syn::parse_file(&out).unwrap();
     }
 
