@@ -1,6 +1,8 @@
 //! Parse only what can match: a lexer pass (rustc's tokens, see [`lexer`]) splits a file into
 //! its top-level items, and the items that contain no trigger word (see
-//! [`crate::prefilter::item_may_match`]) are blanked out before syn parses the file. On an
+//! [`crate::prefilter::item_may_match`]; a word that is only part of a name no rule reads, such
+//! as `SseServer` in `SseServerHandler`, does not count: see [`names`]) are blanked out before
+//! syn parses the file. On an
 //! MCP-heavy crate most files pass the file-level pre-filter, but most of each file (tool bodies,
 //! helpers, tests) never names the legacy surface.
 //!
@@ -24,6 +26,7 @@ use ra_ap_rustc_lexer::TokenKind;
 
 mod lets;
 mod lexer;
+mod names;
 mod squeeze;
 mod uses;
 
@@ -186,11 +189,15 @@ fn split<'t>(
         let (start, end) = (token.start, token.end);
         if depth == 0 && closed_by_brace {
             closed_by_brace = false;
-            // `if .. { } else { }` is one statement.
-            let is_else = statements
-                && matches!(token.kind, TokenKind::Ident)
-                && tokens.word(&token) == "else";
-            if is_else
+            // `if .. { } else { }` is one statement; so is `if let S { a, .. } = s { }` and
+            // `for S { a } in list { }`, whose first `}` closes a pattern.
+            let continues = statements
+                && match token.kind {
+                    TokenKind::Ident => matches!(tokens.word(&token), "else" | "in"),
+                    TokenKind::Eq => true,
+                    _ => false,
+                };
+            if continues
                 || matches!(
                     token.kind,
                     TokenKind::Semi | TokenKind::Dot | TokenKind::Question
@@ -314,8 +321,10 @@ pub fn scan(text: &str, max_depth: usize, mask: Mask, states: bool) -> Scan {
     let masks = match mask {
         Mask::Nothing => false,
         Mask::WithoutTrigger(triggers) => {
-            tokens.triggers =
+            let mut triggers =
                 triggers.unwrap_or_else(|| crate::prefilter::trigger_starts(text.as_bytes()));
+            triggers.retain(|&at| names::counts(text.as_bytes(), at));
+            tokens.triggers = triggers;
             true
         }
     };
@@ -394,6 +403,18 @@ fn returns_a_peer(item: &[u8]) -> bool {
         .any(|name| memchr::memmem::find(output, name.as_bytes()).is_some())
 }
 
+/// Whether a container item may hold a function that returns a peer: a peer type named between
+/// one of its `->` and the next `{` or `;` (what [`returns_a_peer`] reads of each method).
+fn may_return_a_peer(item: &[u8]) -> bool {
+    memchr::memmem::find_iter(item, b"->").any(|arrow| {
+        let rest = &item[arrow..];
+        let output = &rest[..memchr::memchr2(b'{', b';', rest).unwrap_or(rest.len())];
+        super::analyzer::PEER_TYPES
+            .iter()
+            .any(|name| memchr::memmem::find(output, name.as_bytes()).is_some())
+    })
+}
+
 /// Blanks the items that cannot match; splits the kept containers again, and blanks the
 /// statements that cannot match in every block of the other kept items.
 fn blank(tokens: &Tokens<'_>, items: &[Item<'_>], aliases: &[&str], masked: &mut Blanking) {
@@ -444,12 +465,15 @@ fn blank(tokens: &Tokens<'_>, items: &[Item<'_>], aliases: &[&str], masked: &mut
             // reads its signature (see `FieldCollector` in `analyzer/peers.rs`); its body may go.
             if item.keyword == "fn" && returns_a_peer(bytes) {
                 blank_blocks(tokens, item.first, item.last + 1, aliases, masked);
-            } else {
-                blank_range(text, item.start, item.end, &mut masked.bytes);
+                continue;
             }
-            continue;
-        }
-        if !CONTAINERS.contains(&item.keyword) {
+            // The same function as a method (`impl Hub { fn upstream(&self) -> Peer<..> }`):
+            // the block is split like a kept one, so that the signature stays.
+            if !(CONTAINERS.contains(&item.keyword) && may_return_a_peer(bytes)) {
+                blank_range(text, item.start, item.end, &mut masked.bytes);
+                continue;
+            }
+        } else if !CONTAINERS.contains(&item.keyword) {
             blank_blocks(tokens, item.first, item.last + 1, aliases, masked);
             continue;
         }
@@ -704,6 +728,27 @@ mod tests {
         let out = masked(text);
         assert!(out.contains("let a = S { b: 1 } + peer.list_roots();"));
         assert!(out.contains("T { c: 2 }.peer.list_roots();"));
+        syn::parse_file(&out).unwrap();
+    }
+
+    #[test]
+    fn a_method_that_returns_a_peer_keeps_its_signature() {
+        let text = "impl Hub {\n    fn upstream(&self) -> Peer<RoleServer> { todo!() }\n    fn quiet(&self) {}\n}\nasync fn f(h: Hub) { h.upstream().list_roots().await; }\n";
+        let out = masked(text);
+        assert_kept_and_gone(
+            &out,
+            &["impl Hub {", "fn upstream(&self) -> Peer<RoleServer>"],
+            &["quiet"],
+        );
+        syn::parse_file(&out).unwrap();
+    }
+
+    #[test]
+    fn a_struct_pattern_does_not_end_an_if_let() {
+        let text = "fn f(r: R) {\n    if let R::Form { message, .. } = &r\n        && message == \"x\"\n    {\n        peer.list_roots();\n    }\n    for S { a } in list { a.list_roots(); }\n}\n";
+        let out = masked(text);
+        assert!(out.contains("if let R::Form { message, .. } = &r"), "{out}");
+        assert!(out.contains("for S { a } in list {"), "{out}");
         syn::parse_file(&out).unwrap();
     }
 
