@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Times cargo-mcp-lint and ripgrep (the pre-filter's trigger words) in alternating pairs on the
-MCP-heavy corpus, and prints the median of the per-pair ratios: on a shared, noisy machine both
-commands of a pair see the same load. Run bench/lint-real-projects.sh once first (it fetches the
-corpus and writes bench/work/triggers.txt). Times include Python's process start-up for both
-commands, so the ratio is a little lower than hyperfine's for the same builds.
+"""Times cargo-mcp-lint and ripgrep (the pre-filter's trigger words) in alternating rounds on the
+MCP-heavy corpus, and prints the median of the per-round ratios: on a shared, noisy machine the
+commands of one round see the same load. Given several builds of the linter, each round runs
+all of them and ripgrep (the order rotating from round to round), and each build is also
+compared with the first. Run bench/lint-real-projects.sh once first (it fetches the corpus and
+writes bench/work/triggers.txt). Times include Python's process start-up for every command, so
+the ratio is a little lower than hyperfine's for the same builds.
 
-Usage: python3 bench/interleaved_pairs.py BINARY [PAIRS]   (PAIRS: default 60)
+Usage: python3 bench/interleaved_pairs.py BINARY [BINARY...] [ROUNDS]   (ROUNDS: default 60)
 """
 import statistics
 import subprocess
@@ -14,17 +16,23 @@ import time
 from pathlib import Path
 
 root = Path(__file__).resolve().parent.parent
-binary = sys.argv[1]
-pairs = int(sys.argv[2]) if len(sys.argv) > 2 else 60
+args = sys.argv[1:]
+rounds = int(args.pop()) if len(args) > 1 and args[-1].isdigit() else 60
+if not args:
+    sys.exit(__doc__)
 corpus = root / "bench/work/corpus"
 triggers = root / "bench/work/triggers.txt"
 for needed in (corpus, triggers):
     if not needed.exists():
         sys.exit(f"error: {needed} is missing (bash bench/lint-real-projects.sh first)")
+builds = [f"cargo-mcp-lint {binary}" if len(args) > 1 else "cargo-mcp-lint" for binary in args]
 commands = {
-    "cargo-mcp-lint": [binary, "--format", "concise", "--exit-zero", str(corpus)],
-    "ripgrep": ["rg", "-c", "-F", "-g", "*.rs", "-g", "Cargo.toml", "-f", str(triggers), str(corpus)],
+    name: [binary, "--format", "concise", "--exit-zero", str(corpus)]
+    for name, binary in zip(builds, args)
 }
+commands["ripgrep"] = [
+    "rg", "-c", "-F", "-g", "*.rs", "-g", "Cargo.toml", "-f", str(triggers), str(corpus)
+]
 
 
 def timed(command):
@@ -36,14 +44,22 @@ def timed(command):
 for command in commands.values():
     for _ in range(3):
         timed(command)
-times = {name: [] for name in commands}
-ratios = []
-for index in range(pairs):
-    order = list(commands) if index % 2 == 0 else list(reversed(commands))
-    pair = {name: timed(commands[name]) for name in order}
-    for name, seconds in pair.items():
+names = list(commands)
+times = {name: [] for name in names}
+to_ripgrep = {name: [] for name in builds}
+to_first = {name: [] for name in builds}
+for index in range(rounds):
+    shift = index % len(names)
+    run = {name: timed(commands[name]) for name in names[shift:] + names[:shift]}
+    for name, seconds in run.items():
         times[name].append(seconds)
-    ratios.append(pair["cargo-mcp-lint"] / pair["ripgrep"])
+    for name in builds:
+        to_ripgrep[name].append(run[name] / run["ripgrep"])
+        to_first[name].append(run[name] / run[builds[0]])
 for name, values in times.items():
     print(f"{name}: median {statistics.median(values) * 1000:.1f} ms")
-print(f"median of pair ratios {statistics.median(ratios):.2f} ({pairs} pairs)")
+for name in builds:
+    print(f"{name}: median of round ratios to ripgrep {statistics.median(to_ripgrep[name]):.2f}"
+          f" ({rounds} rounds)")
+for name in builds[1:]:
+    print(f"{name}: median of round ratios to {builds[0]} {statistics.median(to_first[name]):.3f}")
