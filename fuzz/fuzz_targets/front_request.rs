@@ -29,6 +29,7 @@ use mcp_mrtr_proxy::fuzzing::{
     accepts_event_stream, check_round_trip, decide_post, origin_allowed, stdio_lines,
     stdio_parse_line, PostDecision, StdioLine,
 };
+use mcp_mrtr_proxy::front::read::FrontMessage;
 use mcp_mrtr_proxy::jsonrpc::{codes, Message};
 use mcp_mrtr_proxy::param_headers::decode_header_value;
 use mcp_mrtr_proxy::request::{FrontRequest, Principal};
@@ -64,6 +65,11 @@ fn stdio(stream: &[u8]) {
             None => assert!(text.iter().all(u8::is_ascii_whitespace)),
             Some(parsed) => {
                 assert_eq!(parsed, Message::parse(text));
+                // Both fronts read a request with its params raw: the same message or error.
+                assert_eq!(
+                    FrontMessage::parse(text).map(FrontMessage::into_message),
+                    parsed
+                );
                 if let Ok(message) = parsed {
                     check_round_trip(&message);
                     let outcome = validate(&message, None, Principal::anonymous());
