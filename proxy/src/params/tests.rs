@@ -69,6 +69,16 @@ fn texts() -> Vec<Vec<u8>> {
         call(r#""name":"echo","arguments":{"a":1e999}"#),
         call(r#""name":"echo","arguments":{"a":01}"#),
         call(r#""name":"echo","arguments":{"a":1.0,"b":1e2,"c":-0,"d":12345678901234567890123,"e":0.1}"#),
+        call(r#""name":"echo","arguments":[1e-400,-1e-400,0e0,1E+2,-0.0,1.7976931348623157e308]"#),
+        call(r#""name":"echo","arguments":[1.7976931348623157e309]"#),
+        call(r#""name":"echo","arguments":[-123456789012345678901234567890,18446744073709551616]"#),
+        call(r#""name":"echo","arguments":[999999999999999999,-999999999999999999,9223372036854775808]"#),
+        call(&format!(r#""name":"echo","arguments":[1{}]"#, "0".repeat(400))),
+        call(r#""name":"echo","arguments":{"a":"\u00""}"#),
+        call(r#""name":"echo","arguments":{"a":"\ud83d\u0041"}"#),
+        call(r#""name":"echo","arguments":{"a":"\x"}"#),
+        call("\"name\":\"echo\",\"arguments\":{\"a\":\"tab\there\"}"),
+        call(r#""name":"echo","arguments":{"a":"\u0000\u001f\b\f"}"#),
         call(&deep(90)),
         call(&deep(99)),
         call(&deep(100)),
@@ -152,6 +162,11 @@ fn texts() -> Vec<Vec<u8>> {
             .collect::<Vec<_>>()
             .join(",")
     )));
+    for bad in [
+        "1.", ".5", "+1", "1e", "-", "00", "0x1", "NaN", "tru", "-01", "1e+", "\"a",
+    ] {
+        texts.push(call(&format!(r#""name":"echo","arguments":[{bad}]"#)));
+    }
     let mut bytes: Vec<Vec<u8>> = texts.into_iter().map(String::into_bytes).collect();
     // Invalid UTF-8 in a forwarded string and in a name.
     let mut invalid = call(r#""name":"echo","arguments":{"a":"XX"}"#).into_bytes();
