@@ -6,7 +6,7 @@
 //! on first use. Callgrind, bench/proxy-vs-nginx.md.
 //!
 //! Both fronts read a request this way ([`crate::front::read`]). A text the raw reader is not sure
-//! to read as a `Value` parse would (see [`scan`]) is read into a `Value`, as before: what the
+//! to read as a `Value` parse would (see `scan.rs`) is read into a `Value`, as before: what the
 //! proxy decides and sends is the same either way, up to the spelling of the forwarded JSON (the
 //! client's own, with its member order, escapes and number literals, instead of serde_json's).
 
@@ -127,7 +127,7 @@ impl PartialEq<Value> for Params {
 }
 
 impl Params {
-    /// Reads a request's text in one pass ([`scan`]): its id, its method and its params, held as
+    /// Reads a request's text in one pass (`scan.rs`): its id, its method and its params, held as
     /// the client's text. `None` for anything but a request with object params (or none), and
     /// whenever the `Value` parse has to decide; the caller then parses the message as before.
     pub fn read_request(bytes: &[u8]) -> Option<(Value, String, Option<Params>)> {
@@ -268,7 +268,7 @@ impl Params {
             // Only between tokens: a JSON string holds no raw line break.
             out = out.replace(['\n', '\r'], " ");
         }
-        // The members were checked when read ([`scan`]), the rest is written here.
+        // The members were checked when read (`scan.rs`), the rest is written here.
         OutParams::Raw(RawText::new_unchecked(out))
     }
 }
