@@ -1,20 +1,23 @@
-//! One pass over a front request's text: the envelope's members read, `params`' members located
-//! (spans into the text), the few the proxy reads parsed into `Value`s, every other byte checked
-//! to be JSON a `Value` parse accepts, without building anything.
+//! One pass of serde_json over a front request's text: the envelope's members read, `params`'
+//! members located (spans into the text), the few the proxy reads deserialized into `Value`s,
+//! every other member checked by a visitor that builds nothing.
 //!
-//! The scanner accepts a strict subset of what serde_json accepts and gives up (`None`) on
-//! anything else, and the caller then parses the message as before: any escape in a member name,
-//! a duplicate member name at any depth (a `Value` keeps the last one; forwarding the text would
-//! forward both), a lone surrogate escape, a control character in a string, a number whose value
-//! is not a finite `f64`, nesting deeper than [`MAX_DEPTH`], any syntax error. So whatever it
-//! reads, a `Value` parse reads the same way.
+//! serde_json reads every byte; the visitors only decide. Member names are borrowed from the
+//! text, so a name's span is where its `&str` points, a value starts after the name's `:` and
+//! ends before the `,` or `}` that follows it (whitespace aside). Anything else gives up
+//! (`None`), and the caller then parses the message as before: any escape in a member name, a
+//! duplicate member name at any depth (a `Value` keeps the last one; forwarding the text would
+//! forward both), an object of more than [`MAX_MEMBERS`] members, and whatever serde_json
+//! rejects (the checking visitor asks for numbers and strings as a `Value` parse does: a number
+//! out of range or a lone surrogate fails here as there). So whatever it reads, a `Value` parse
+//! reads the same way.
 
+use std::fmt;
+
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use crate::front::validate::meta_keys;
-
-/// The deepest nesting read here (serde_json's recursion limit is 128).
-const MAX_DEPTH: u32 = 100;
 
 /// Objects with more members than this are left to the `Value` parse (the duplicate check is a
 /// scan of the names seen so far).
@@ -86,382 +89,44 @@ pub(super) struct ScannedRequest {
 /// `method`, an object `params` or none); `None` for anything else or when the `Value` parse has
 /// to decide.
 pub(super) fn scan_request(text: &str) -> Option<ScannedRequest> {
-    let mut scanner = Scanner {
-        text,
-        bytes: text.as_bytes(),
-        at: 0,
-    };
-    scanner.ws();
-    scanner.expect(b'{')?;
-    let mut names = Names::default();
-    let (mut jsonrpc_ok, mut id, mut method, mut params) = (false, None, None, None);
-    scanner.ws();
-    if !scanner.eat(b'}') {
-        loop {
-            scanner.ws();
-            let (name, _) = scanner.name()?;
-            names.insert(name)?;
-            scanner.ws();
-            scanner.expect(b':')?;
-            scanner.ws();
-            let start = scanner.at;
-            match name {
-                "params" => {
-                    let scanned = scanner.params()?;
-                    params = Some(((start as u32, scanner.at as u32), scanned));
-                }
-                _ => {
-                    scanner.value(1)?;
-                    let value = &text[start..scanner.at];
-                    match name {
-                        "jsonrpc" => jsonrpc_ok = value == "\"2.0\"",
-                        "id" => id = Some(value),
-                        "method" => method = Some(value),
-                        _ => {}
-                    }
-                }
-            }
-            scanner.ws();
-            if scanner.eat(b'}') {
-                break;
-            }
-            scanner.expect(b',')?;
-        }
-    }
-    scanner.ws();
-    if scanner.at != scanner.bytes.len() || !jsonrpc_ok {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let request = deserializer.deserialize_map(Envelope { text }).ok()?;
+    deserializer.end().ok()?;
+    if !(request.id.is_string() || request.id.is_i64() || request.id.is_u64()) {
         return None;
     }
-    let id = id?;
-    let id: Value = match id.parse::<i64>() {
-        Ok(number) if !id.starts_with('-') || number != 0 => Value::from(number),
-        _ => serde_json::from_str(id).ok()?,
-    };
-    if !(id.is_string() || id.is_i64() || id.is_u64()) {
-        return None;
-    }
-    let method = method?;
-    let method = match plain_string(method) {
-        Some(plain) => plain.to_owned(),
-        None => match serde_json::from_str(method).ok()? {
-            Value::String(method) => method,
-            _ => return None,
-        },
-    };
-    Some(ScannedRequest { id, method, params })
+    Some(request)
 }
 
-/// The contents of a checked JSON string without escapes.
-fn plain_string(text: &str) -> Option<&str> {
-    let inner = text.strip_prefix('"')?.strip_suffix('"')?;
-    (!inner.contains('\\')).then_some(inner)
+/// JSON's whitespace.
+const WS: [char; 4] = [' ', '\t', '\n', '\r'];
+
+/// Gives up: the caller parses the message as a `Value`.
+fn give_up<E: serde::de::Error>() -> E {
+    E::custom("left to the Value parse")
 }
 
-struct Scanner<'a> {
-    text: &'a str,
-    bytes: &'a [u8],
-    at: usize,
+/// The span of a member name (quotes included), from the name serde_json borrowed from `text`.
+fn key_span(text: &str, name: &str) -> Span {
+    let start = name.as_ptr() as usize - text.as_ptr() as usize - 1;
+    (start as u32, (start + name.len() + 2) as u32)
 }
 
-impl<'a> Scanner<'a> {
-    fn peek(&self) -> Option<u8> {
-        self.bytes.get(self.at).copied()
-    }
-
-    fn eat(&mut self, byte: u8) -> bool {
-        let ate = self.peek() == Some(byte);
-        self.at += usize::from(ate);
-        ate
-    }
-
-    fn expect(&mut self, byte: u8) -> Option<()> {
-        self.eat(byte).then_some(())
-    }
-
-    fn ws(&mut self) {
-        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
-            self.at += 1;
-        }
-    }
-
-    /// The run of plain string bytes from here: up to the next `"` or `\\`, which must come
-    /// (`None` at the end of the text or at a control character).
-    fn plain_run(&mut self) -> Option<u8> {
-        let rest = &self.bytes[self.at..];
-        let stop = memchr::memchr2(b'"', b'\\', rest)?;
-        if rest[..stop].iter().any(|&byte| byte < 0x20) {
-            return None;
-        }
-        self.at += stop;
-        Some(rest[stop])
-    }
-
-    /// A member name without escapes: the name and its span (quotes included).
-    fn name(&mut self) -> Option<(&'a str, Span)> {
-        let start = self.at;
-        self.expect(b'"')?;
-        if self.plain_run()? != b'"' {
-            return None;
-        }
-        let name = &self.text[start + 1..self.at];
-        self.at += 1;
-        Some((name, (start as u32, self.at as u32)))
-    }
-
-    /// Any JSON value at nesting `depth` (of its enclosing container).
-    fn value(&mut self, depth: u32) -> Option<()> {
-        match self.peek()? {
-            b'{' => {
-                if depth >= MAX_DEPTH {
-                    return None;
-                }
-                self.at += 1;
-                let mut names = Names::default();
-                self.ws();
-                if self.eat(b'}') {
-                    return Some(());
-                }
-                loop {
-                    self.ws();
-                    let (name, _) = self.name()?;
-                    names.insert(name)?;
-                    self.ws();
-                    self.expect(b':')?;
-                    self.ws();
-                    self.value(depth + 1)?;
-                    self.ws();
-                    if self.eat(b'}') {
-                        return Some(());
-                    }
-                    self.expect(b',')?;
-                }
-            }
-            b'[' => {
-                if depth >= MAX_DEPTH {
-                    return None;
-                }
-                self.at += 1;
-                self.ws();
-                if self.eat(b']') {
-                    return Some(());
-                }
-                loop {
-                    self.ws();
-                    self.value(depth + 1)?;
-                    self.ws();
-                    if self.eat(b']') {
-                        return Some(());
-                    }
-                    self.expect(b',')?;
-                }
-            }
-            b'"' => self.string(),
-            b't' => self.literal(b"true"),
-            b'f' => self.literal(b"false"),
-            b'n' => self.literal(b"null"),
-            b'-' | b'0'..=b'9' => self.number(),
-            _ => None,
-        }
-    }
-
-    fn literal(&mut self, word: &[u8]) -> Option<()> {
-        let end = self.at + word.len();
-        (self.bytes.get(self.at..end)? == word).then(|| self.at = end)
-    }
-
-    /// A string: escapes checked (a `\u` surrogate must come in a pair), no control characters.
-    fn string(&mut self) -> Option<()> {
-        self.expect(b'"')?;
-        loop {
-            match self.plain_run()? {
-                b'"' => {
-                    self.at += 1;
-                    return Some(());
-                }
-                _ => {
-                    self.at += 1;
-                    match self.peek()? {
-                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.at += 1,
-                        b'u' => {
-                            self.at += 1;
-                            let unit = self.hex4()?;
-                            if (0xDC00..0xE000).contains(&unit) {
-                                return None;
-                            }
-                            if (0xD800..0xDC00).contains(&unit) {
-                                if self.bytes.get(self.at..self.at + 2)? != b"\\u" {
-                                    return None;
-                                }
-                                self.at += 2;
-                                if !(0xDC00..0xE000).contains(&self.hex4()?) {
-                                    return None;
-                                }
-                            }
-                        }
-                        _ => return None,
-                    }
-                }
-            }
-        }
-    }
-
-    fn hex4(&mut self) -> Option<u32> {
-        let digits = self.text.get(self.at..self.at + 4)?;
-        if !digits.bytes().all(|byte| byte.is_ascii_hexdigit()) {
-            return None;
-        }
-        self.at += 4;
-        u32::from_str_radix(digits, 16).ok()
-    }
-
-    /// A number: JSON's grammar, and a value serde_json reads (an integer of at most 18 digits,
-    /// or anything else that is a finite `f64`).
-    fn number(&mut self) -> Option<()> {
-        let start = self.at;
-        self.eat(b'-');
-        let digits = self.at;
-        match self.peek()? {
-            b'0' => self.at += 1,
-            b'1'..=b'9' => self.digits(),
-            _ => return None,
-        }
-        let short_integer = self.at - digits <= 18;
-        let mut plain = true;
-        if self.eat(b'.') {
-            plain = false;
-            self.digit()?;
-            self.digits();
-        }
-        if let Some(b'e' | b'E') = self.peek() {
-            plain = false;
-            self.at += 1;
-            if let Some(b'+' | b'-') = self.peek() {
-                self.at += 1;
-            }
-            self.digit()?;
-            self.digits();
-        }
-        if plain && short_integer {
-            return Some(());
-        }
-        let value: f64 = self.text[start..self.at].parse().ok()?;
-        value.is_finite().then_some(())
-    }
-
-    fn digit(&mut self) -> Option<()> {
-        self.peek()?.is_ascii_digit().then(|| self.at += 1)
-    }
-
-    fn digits(&mut self) {
-        while let Some(b'0'..=b'9') = self.peek() {
-            self.at += 1;
-        }
-    }
-
-    /// A member's value as a `Value` (checked by [`Scanner::value`]; a string without escapes
-    /// taken as it is).
-    fn parsed(&mut self, depth: u32) -> Option<Value> {
-        let start = self.at;
-        self.value(depth)?;
-        let text = &self.text[start..self.at];
-        if let Some(plain) = plain_string(text) {
-            return Some(Value::String(plain.to_owned()));
-        }
-        serde_json::from_str(text).ok()
-    }
-
-    /// The `params` object (spans into the message text).
-    fn params(&mut self) -> Option<Scanned> {
-        self.expect(b'{')?;
-        let mut scanned = Scanned::default();
-        let mut names = Names::default();
-        self.ws();
-        if self.eat(b'}') {
-            return Some(scanned);
-        }
-        loop {
-            self.ws();
-            let (name, key) = self.name()?;
-            names.insert(name)?;
-            self.ws();
-            self.expect(b':')?;
-            self.ws();
-            let start = self.at;
-            match name {
-                "_meta" if self.peek() == Some(b'{') => scanned.meta = Meta::Object(self.meta()?),
-                "_meta" => {
-                    self.value(2)?;
-                    scanned.meta = Meta::NotObject;
-                }
-                "requestState" => scanned.request_state = Some(self.parsed(2)?),
-                "inputResponses" => scanned.input_responses = Some(self.parsed(2)?),
-                _ => {
-                    match name {
-                        "name" => scanned.name = Some(self.parsed(2)?),
-                        "uri" => scanned.uri = Some(self.parsed(2)?),
-                        _ => self.value(2)?,
-                    }
-                    scanned.forwarded.push(Spliced {
-                        key,
-                        value: (start as u32, self.at as u32),
-                    });
-                }
-            }
-            self.ws();
-            if self.eat(b'}') {
-                return Some(scanned);
-            }
-            self.expect(b',')?;
-        }
-    }
-
-    /// An object `params._meta`.
-    fn meta(&mut self) -> Option<MetaSlots> {
-        self.expect(b'{')?;
-        let mut meta = MetaSlots::default();
-        let mut names = Names::default();
-        self.ws();
-        if self.eat(b'}') {
-            return Some(meta);
-        }
-        loop {
-            self.ws();
-            let (name, key) = self.name()?;
-            names.insert(name)?;
-            self.ws();
-            self.expect(b':')?;
-            self.ws();
-            let start = self.at;
-            let slot = match name {
-                meta_keys::PROTOCOL_VERSION => Some(&mut meta.protocol_version),
-                meta_keys::CLIENT_CAPABILITIES => Some(&mut meta.client_capabilities),
-                meta_keys::CLIENT_INFO => Some(&mut meta.client_info),
-                meta_keys::LOG_LEVEL => Some(&mut meta.log_level),
-                meta_keys::PROGRESS_TOKEN => Some(&mut meta.progress_token),
-                _ => None,
-            };
-            match slot {
-                Some(slot) => *slot = Some(self.parsed(3)?),
-                None => {
-                    self.value(3)?;
-                    if !name.starts_with("io.modelcontextprotocol/") {
-                        meta.forwarded.push(Spliced {
-                            key,
-                            value: (start as u32, self.at as u32),
-                        });
-                    }
-                }
-            }
-            self.ws();
-            if self.eat(b'}') {
-                return Some(meta);
-            }
-            self.expect(b',')?;
-        }
-    }
+/// Where the value of the member whose name ends at `key_end` starts (past the `:`).
+fn value_start(text: &str, key_end: u32) -> Option<u32> {
+    let rest = text.get(key_end as usize..)?;
+    let rest = rest.trim_start_matches(WS).strip_prefix(':')?;
+    Some((text.len() - rest.trim_start_matches(WS).len()) as u32)
 }
 
-/// The member names of one object so far (names without escapes: compared as they are).
+/// Where a value ends that serde_json read and followed with `separator` (`,` or `}`), the
+/// next token after which starts at `next`.
+fn value_end(text: &str, next: u32, separator: char) -> Option<u32> {
+    let before = text.get(..next as usize)?.trim_end_matches(WS);
+    Some(before.strip_suffix(separator)?.trim_end_matches(WS).len() as u32)
+}
+
+/// The member names of one object so far (names borrowed from the text: compared as they are).
 struct Names<'a> {
     seen: [&'a str; MAX_MEMBERS],
     count: usize,
@@ -477,14 +142,324 @@ impl Default for Names<'_> {
 }
 
 impl<'a> Names<'a> {
-    /// `None` for a duplicate, or past [`MAX_MEMBERS`].
-    fn insert(&mut self, name: &'a str) -> Option<()> {
+    /// An error for a duplicate, or past [`MAX_MEMBERS`].
+    fn insert<E: serde::de::Error>(&mut self, name: &'a str) -> Result<(), E> {
         if self.count == MAX_MEMBERS || self.seen[..self.count].contains(&name) {
-            return None;
+            return Err(give_up());
         }
         self.seen[self.count] = name;
         self.count += 1;
-        Some(())
+        Ok(())
+    }
+}
+
+/// A visitor's methods for the scalars (serde_json has checked them as a `Value` parse would):
+/// each gives `$value`.
+macro_rules! scalars {
+    ($value:expr) => {
+        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+
+        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+
+        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+
+        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+
+        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+    };
+}
+
+/// Checks any value as a `Value` parse reads it, building nothing.
+struct Check;
+
+impl<'de> DeserializeSeed<'de> for Check {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(Check)
+    }
+}
+
+impl<'de> Visitor<'de> for Check {
+    type Value = ();
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("any JSON value")
+    }
+
+    scalars!(());
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(Check)?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut names = Names::default();
+        while let Some(name) = map.next_key::<&'de str>()? {
+            names.insert(name)?;
+            map.next_value_seed(Check)?;
+        }
+        Ok(())
+    }
+}
+
+/// The request object.
+struct Envelope<'t> {
+    text: &'t str,
+}
+
+impl<'de> Visitor<'de> for Envelope<'de> {
+    type Value = ScannedRequest;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("a JSON-RPC request")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ScannedRequest, A::Error> {
+        let text = self.text;
+        let mut names = Names::default();
+        let (mut jsonrpc_ok, mut id, mut method) = (false, None, None);
+        let mut params = None;
+        // The params read, and their start, until the next token shows where they end.
+        let mut open: Option<(u32, Open<Scanned>)> = None;
+        while let Some(name) = map.next_key::<&'de str>()? {
+            names.insert(name)?;
+            let key = key_span(text, name);
+            if let Some((start, scanned)) = open.take() {
+                let end = value_end(text, key.0, ',').ok_or_else(give_up)?;
+                params = Some(((start, end), scanned.close(text, end)?));
+            }
+            match name {
+                "params" => {
+                    let start = value_start(text, key.1).ok_or_else(give_up)?;
+                    open = Some((start, map.next_value_seed(ParamsSeed { text })?));
+                }
+                "jsonrpc" => jsonrpc_ok = map.next_value::<&'de str>()? == "2.0",
+                "id" => id = Some(map.next_value::<Value>()?),
+                "method" => method = Some(map.next_value::<String>()?),
+                _ => map.next_value_seed(Check)?,
+            }
+        }
+        if let Some((start, scanned)) = open {
+            let end = value_end(text, text.trim_end_matches(WS).len() as u32, '}');
+            let end = end.ok_or_else(give_up)?;
+            params = Some(((start, end), scanned.close(text, end)?));
+        }
+        match (jsonrpc_ok, id, method) {
+            (true, Some(id), Some(method)) => Ok(ScannedRequest { id, method, params }),
+            _ => Err(give_up()),
+        }
+    }
+}
+
+/// An object read but for its last member's value end, which the token after the object shows.
+struct Open<T> {
+    read: T,
+    tail: Tail,
+}
+
+/// The last member of an object, whose end is not yet known.
+#[derive(Clone, Copy)]
+enum Tail {
+    /// Not a span kept (or no member).
+    Untracked,
+    /// The last forwarded member.
+    Forwarded,
+    /// An object `_meta` (params only), its own last forwarded member pending or not.
+    Meta(bool),
+}
+
+impl Open<Scanned> {
+    /// The params, now that they end at `end`.
+    fn close<E: serde::de::Error>(mut self, text: &str, end: u32) -> Result<Scanned, E> {
+        let last = value_end(text, end, '}').ok_or_else(give_up)?;
+        settle(text, &mut self.read, self.tail, last)?;
+        Ok(self.read)
+    }
+}
+
+/// Records that the params member `tail` ends at `end`.
+fn settle<E: serde::de::Error>(
+    text: &str,
+    scanned: &mut Scanned,
+    tail: Tail,
+    end: u32,
+) -> Result<(), E> {
+    match (tail, &mut scanned.meta) {
+        (Tail::Forwarded, _) => {
+            if let Some(last) = scanned.forwarded.last_mut() {
+                last.value.1 = end;
+            }
+        }
+        (Tail::Meta(true), Meta::Object(meta)) => {
+            let last = value_end(text, end, '}').ok_or_else(give_up)?;
+            if let Some(member) = meta.forwarded.last_mut() {
+                member.value.1 = last;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// `params`: an object, read as [`Scanned`] (spans into the message text).
+struct ParamsSeed<'t> {
+    text: &'t str,
+}
+
+impl<'de> DeserializeSeed<'de> for ParamsSeed<'de> {
+    type Value = Open<Scanned>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ParamsSeed<'de> {
+    type Value = Open<Scanned>;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let text = self.text;
+        let mut scanned = Scanned::default();
+        let mut names = Names::default();
+        let mut tail = Tail::Untracked;
+        while let Some(name) = map.next_key::<&'de str>()? {
+            names.insert(name)?;
+            let key = key_span(text, name);
+            if let Tail::Forwarded | Tail::Meta(true) = tail {
+                let end = value_end(text, key.0, ',').ok_or_else(give_up)?;
+                settle(text, &mut scanned, tail, end)?;
+            }
+            let start = value_start(text, key.1).ok_or_else(give_up)?;
+            tail = Tail::Untracked;
+            match name {
+                "_meta" => {
+                    let meta = map.next_value_seed(MetaSeed { text })?;
+                    if let Meta::Object(_) = meta.read {
+                        tail = Tail::Meta(matches!(meta.tail, Tail::Forwarded));
+                    }
+                    scanned.meta = meta.read;
+                }
+                "requestState" => scanned.request_state = Some(map.next_value()?),
+                "inputResponses" => scanned.input_responses = Some(map.next_value()?),
+                _ => {
+                    match name {
+                        "name" => scanned.name = Some(map.next_value()?),
+                        "uri" => scanned.uri = Some(map.next_value()?),
+                        _ => map.next_value_seed(Check)?,
+                    }
+                    scanned.forwarded.push(Spliced {
+                        key,
+                        value: (start, 0),
+                    });
+                    tail = Tail::Forwarded;
+                }
+            }
+        }
+        Ok(Open {
+            read: scanned,
+            tail,
+        })
+    }
+}
+
+/// `params._meta`: an object read as [`MetaSlots`], or anything else checked.
+struct MetaSeed<'t> {
+    text: &'t str,
+}
+
+impl<'de> DeserializeSeed<'de> for MetaSeed<'de> {
+    type Value = Open<Meta>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+/// A `_meta` that is not an object.
+const NOT_OBJECT: Open<Meta> = Open {
+    read: Meta::NotObject,
+    tail: Tail::Untracked,
+};
+
+impl<'de> Visitor<'de> for MetaSeed<'de> {
+    type Value = Open<Meta>;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("any JSON value")
+    }
+
+    scalars!(NOT_OBJECT);
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        Check.visit_seq(seq)?;
+        Ok(NOT_OBJECT)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let text = self.text;
+        let mut meta = MetaSlots::default();
+        let mut names = Names::default();
+        let mut pending = false;
+        while let Some(name) = map.next_key::<&'de str>()? {
+            names.insert(name)?;
+            let key = key_span(text, name);
+            if std::mem::take(&mut pending) {
+                let end = value_end(text, key.0, ',').ok_or_else(give_up)?;
+                if let Some(last) = meta.forwarded.last_mut() {
+                    last.value.1 = end;
+                }
+            }
+            let slot = match name {
+                meta_keys::PROTOCOL_VERSION => Some(&mut meta.protocol_version),
+                meta_keys::CLIENT_CAPABILITIES => Some(&mut meta.client_capabilities),
+                meta_keys::CLIENT_INFO => Some(&mut meta.client_info),
+                meta_keys::LOG_LEVEL => Some(&mut meta.log_level),
+                meta_keys::PROGRESS_TOKEN => Some(&mut meta.progress_token),
+                _ => None,
+            };
+            match slot {
+                Some(slot) => *slot = Some(map.next_value()?),
+                None => {
+                    let start = value_start(text, key.1).ok_or_else(give_up)?;
+                    map.next_value_seed(Check)?;
+                    if !name.starts_with("io.modelcontextprotocol/") {
+                        meta.forwarded.push(Spliced {
+                            key,
+                            value: (start, 0),
+                        });
+                        pending = true;
+                    }
+                }
+            }
+        }
+        Ok(Open {
+            read: Meta::Object(meta),
+            tail: if pending {
+                Tail::Forwarded
+            } else {
+                Tail::Untracked
+            },
+        })
     }
 }
 

@@ -112,6 +112,32 @@ fn texts() -> Vec<Vec<u8>> {
         format!(
             "{{\n  \"jsonrpc\": \"2.0\",\n  \"id\": \"a\",\n  \"method\": \"tools/call\",\n  \"params\": {{\r\n    \"name\" : \"echo\" ,\n    \"arguments\" :\n {{ \"a\" : [ 1 ,\n 2 ] }} ,\n \"_meta\" : {{ {META} , \"k\" :\n true }}\n  }}\n}}\n"
         ),
+        // Where members end: `params` first, `_meta` in the middle or last, a forwarded member
+        // last in `_meta`, spaces before every `,` and `}`.
+        format!(
+            "{{ \"params\" : {{ \"name\" : \"echo\" , \"_meta\" : {{ {META} , \"k\" : [ 1 ] }} }} , \"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\" }}"
+        ),
+        call(&format!(
+            r#""_meta":{{{META},"t":"x" }} ,"name":"echo" ,"arguments":{{ }} "#
+        )),
+        call(&format!(r#""_meta":{{"t":{{"u":[]}},{META}}},"name":"echo""#)),
+        call(&format!(r#""name":"echo","_meta":{{{META},"t":1e308}}"#)),
+        call(&format!(r#""name":"echo","_meta":{{{META},"t":1e309}}"#)),
+        call(&format!(r#""name":"echo","_meta":{{{META},"\u0074":1}}"#)),
+        call(&format!(r#""name":"echo","_meta":{{{META},"t":1,"t":2}}"#)),
+        call(&format!(r#""name":"echo","_meta":{{{META},"progressToken":1,"progressToken":2}}"#)),
+        // Nested names, numbers and strings in a forwarded member.
+        call(r#""name":"echo","arguments":{"a":{"b":{"c":1,"c":2}}}"#),
+        call(r#""name":"echo","arguments":{"a":{"b":{"c":1,"d":2}},"b":{"c":3}}"#),
+        call(r#""name":"echo","arguments":{"a":{"\u0062":1}}"#),
+        call(r#""name":"echo","arguments":{"a":[{"b":"\udc00"}]}"#),
+        call(r#""name":"echo","arguments":{"a":-1e400,"b":18446744073709551616}"#),
+        call(r#""name":"echo","arguments":{"a":-9223372036854775809,"b":-0,"c":"\ud83d\ude00"}"#),
+        // Trailing bytes.
+        format!("{} \u{e9}", call(r#""name":"echo""#)),
+        format!("{}\u{a0}", call(r#""name":"echo""#)),
+        format!("{} \r\n\t", call(r#""name":"echo""#)),
+        format!("{}}}", call(r#""name":"echo""#)),
         // Other methods, envelopes and shapes.
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"c"}}"#.into(),
         format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{"_meta":{{{META}}}}}}}"#),
