@@ -21,6 +21,7 @@
 
 use http::{HeaderMap, HeaderName, HeaderValue};
 use libfuzzer_sys::fuzz_target;
+use mcp_mrtr_proxy::front::read::FrontMessage;
 use mcp_mrtr_proxy::front::validate::{
     header_names, meta_keys, validate, Rejection, Validated, CLIENT_REQUEST_METHODS,
     PROTOCOL_VERSION,
@@ -64,6 +65,11 @@ fn stdio(stream: &[u8]) {
             None => assert!(text.iter().all(u8::is_ascii_whitespace)),
             Some(parsed) => {
                 assert_eq!(parsed, Message::parse(text));
+                // Both fronts read a request with its params raw: the same message or error.
+                assert_eq!(
+                    FrontMessage::parse(text).map(FrontMessage::into_message),
+                    parsed
+                );
                 if let Ok(message) = parsed {
                     check_round_trip(&message);
                     let outcome = validate(&message, None, Principal::anonymous());
@@ -276,8 +282,8 @@ fn check_accepted(message: &Message, validated: &Validated, headers: Option<&Hea
             assert_eq!(&request.id, id);
             assert_eq!(&request.method, method);
             assert!(CLIENT_REQUEST_METHODS.contains(&method.as_str()));
-            assert_eq!(Some(&request.params), params.as_ref());
-            let meta = &request.params["_meta"];
+            assert_eq!(Some(request.params.tree()), params.as_ref());
+            let meta = &request.params.tree()["_meta"];
             assert_eq!(meta[meta_keys::PROTOCOL_VERSION], PROTOCOL_VERSION);
             assert!(request.client_capabilities.is_object());
             assert_eq!(
@@ -290,7 +296,7 @@ fn check_accepted(message: &Message, validated: &Validated, headers: Option<&Hea
                 _ => None,
             };
             let name = name_key.map(|key| {
-                request.params[key]
+                request.params.tree()[key]
                     .as_str()
                     .unwrap_or_else(|| panic!("accepted without a string `{key}`"))
             });

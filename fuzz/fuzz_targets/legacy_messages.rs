@@ -190,6 +190,9 @@ impl Checked {
                 Message::RawResponse { .. } => {
                     unreachable!("Message::parse_batch reads every response into a Value")
                 }
+                Message::RawRequest { .. } => {
+                    unreachable!("Message::parse_batch reads every request into a Value")
+                }
                 Message::Response { id, outcome } => {
                     let key = match &id {
                         Value::Number(number) => number.as_u64(),

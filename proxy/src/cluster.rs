@@ -57,7 +57,7 @@ pub fn seal_request(sealer: &Sealer, request: &FrontRequest) -> Vec<u8> {
         sent_ms: now_ms(),
         id: request.id.clone(),
         method: request.method.clone(),
-        params: request.params.clone(),
+        params: request.params.to_value(),
         client_capabilities: request.client_capabilities.clone(),
         client_info: request.client_info.clone(),
         log_level: request.log_level.clone(),
@@ -91,7 +91,7 @@ pub fn open_request(sealer: &Sealer, sealed: &[u8], now: u64) -> Result<FrontReq
     Ok(FrontRequest {
         id: envelope.id,
         method: envelope.method,
-        params: envelope.params,
+        params: envelope.params.into(),
         client_capabilities: envelope.client_capabilities,
         client_info: envelope.client_info,
         log_level: envelope.log_level,
@@ -249,7 +249,7 @@ mod tests {
             id: json!(7),
             method: "tools/call".into(),
             // mcp-lint: allow(unsigned-request-state) a placeholder a client echoes; never opened here
-            params: json!({"name": "ask_name", "arguments": {}, "requestState": "mrs1.x"}),
+            params: json!({"name": "ask_name", "arguments": {}, "requestState": "mrs1.x"}).into(),
             client_capabilities: json!({"elicitation": {}}),
             client_info: Some(json!({"name": "c"})),
             log_level: Some("info".into()),

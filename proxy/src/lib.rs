@@ -36,6 +36,7 @@ pub mod legacy_session;
 pub mod limits;
 pub mod metrics;
 pub mod param_headers;
+pub mod params;
 pub mod refusals;
 pub mod request;
 pub mod state;

@@ -116,8 +116,9 @@ impl std::fmt::Display for PrincipalLabel<'_> {
 pub struct FrontRequest {
     pub id: Value,
     pub method: String,
-    /// The request's `params` object, `_meta` included.
-    pub params: Value,
+    /// The request's `params` object, `_meta` included (the client's text on the fronts' fast
+    /// path, [`crate::params`]).
+    pub params: crate::params::Params,
     /// `_meta["io.modelcontextprotocol/clientCapabilities"]`.
     pub client_capabilities: Value,
     /// `_meta["io.modelcontextprotocol/clientInfo"]`, when sent.

@@ -73,9 +73,9 @@ const MAX_KINDS: usize = 4096;
 
 /// The kind key of a call: `tools/call ask_name`, `prompts/get greet`, `resources/read`
 /// (resource URIs are unbounded, so resources are one kind).
-pub fn call_kind(method: &str, params: &serde_json::Value) -> String {
+pub fn call_kind(method: &str, params: &(impl crate::params::ParamsRead + ?Sized)) -> String {
     let name = match method {
-        "tools/call" | "prompts/get" => params.get("name").and_then(|name| name.as_str()),
+        "tools/call" | "prompts/get" => params.member("name").and_then(|name| name.as_str()),
         _ => None,
     };
     match name {
@@ -118,7 +118,11 @@ impl Attribution {
 
     /// The kind key of a call ([`call_kind`]); beyond [`MAX_KINDS`] known kinds, new ones are
     /// keyed by their method alone.
-    pub fn kind_of(&self, method: &str, params: &serde_json::Value) -> String {
+    pub fn kind_of(
+        &self,
+        method: &str,
+        params: &(impl crate::params::ParamsRead + ?Sized),
+    ) -> String {
         let key = call_kind(method, params);
         let kinds = self.kinds();
         if kinds.len() >= MAX_KINDS && !kinds.contains_key(&key) {

@@ -48,8 +48,9 @@ impl Lease {
     pub async fn request(
         &mut self,
         method: &str,
-        params: Value,
+        params: impl Into<crate::params::OutParams>,
     ) -> Result<PendingCall, BackendError> {
+        let params = params.into();
         let tag = match &self.mode {
             LeaseMode::Exclusive => CallTag::Leased,
             LeaseMode::Shared { events, kind, .. } => CallTag::Routed {

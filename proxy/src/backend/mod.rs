@@ -433,14 +433,19 @@ impl Lane {
     }
 
     /// Sends a request with a fresh legacy id. `params` is forwarded as given.
-    pub async fn request(&self, method: &str, params: Value) -> Result<PendingCall, BackendError> {
-        self.request_tagged(method, params, CallTag::None).await
+    pub async fn request(
+        &self,
+        method: &str,
+        params: impl Into<crate::params::OutParams>,
+    ) -> Result<PendingCall, BackendError> {
+        self.request_tagged(method, params.into(), CallTag::None)
+            .await
     }
 
     async fn request_tagged(
         &self,
         method: &str,
-        params: Value,
+        params: crate::params::OutParams,
         tag: CallTag,
     ) -> Result<PendingCall, BackendError> {
         let (call, _) = match &self.inner {
@@ -468,12 +473,18 @@ impl Lane {
         token: Value,
     ) -> Result<(PendingCall, mpsc::Receiver<Value>), BackendError> {
         let (call, progress) = match &self.inner {
-            LaneInner::Stdio(lane) => lane.send_request(method, params, Some(token)).await?,
-            LaneInner::Http(lane) => {
-                lane.send_request(method, params, Some(token), CallTag::None)
+            LaneInner::Stdio(lane) => {
+                lane.send_request(method, params.into(), Some(token))
                     .await?
             }
-            LaneInner::Sse(lane) => lane.send_request(method, params, Some(token)).await?,
+            LaneInner::Http(lane) => {
+                lane.send_request(method, params.into(), Some(token), CallTag::None)
+                    .await?
+            }
+            LaneInner::Sse(lane) => {
+                lane.send_request(method, params.into(), Some(token))
+                    .await?
+            }
         };
         let progress = progress
             .ok_or_else(|| BackendError::Protocol("no progress route was registered".into()))?;

@@ -262,7 +262,7 @@ impl StdioLane {
     pub(crate) async fn send_request(
         &self,
         method: &str,
-        params: Value,
+        params: crate::params::OutParams,
         progress_token: Option<Value>,
     ) -> Result<(PendingCall, Option<mpsc::Receiver<Value>>), BackendError> {
         self.core

@@ -17,8 +17,8 @@ use tracing::{debug, info, warn, Instrument};
 use super::pauses::Claimed;
 use super::wire::{
     backend_failure, declined_url_outcome, decorate_reply, flatten, input_request, input_responses,
-    internal, legacy_params, legacy_response, level_rank, lost_call, refusal_for,
-    resumed_call_failure, translate_error, INPUT_KEY_HINT, INPUT_METHODS,
+    internal, legacy_response, level_rank, lost_call, refusal_for, resumed_call_failure,
+    translate_error, INPUT_KEY_HINT, INPUT_METHODS,
 };
 use super::{client_label, Answer, Engine};
 use crate::backend::{BackendError, BackendEvent, Lease, PendingCall};
@@ -224,7 +224,7 @@ impl Engine {
         } else {
             Value::Null
         };
-        let legacy_request = legacy_params(&request.params, token.as_str());
+        let legacy_request = request.params.legacy(token.as_str());
         let call = match lease.request(&request.method, legacy_request).await {
             Ok(call) => call,
             Err(error) => return Some(Err(backend_failure(error))),
@@ -308,7 +308,7 @@ impl Engine {
                         .lease
                         .request(
                             &live.method,
-                            legacy_params(&request.params, live.progress_token.as_str()),
+                            request.params.legacy(live.progress_token.as_str()),
                         )
                         .await;
                     match sent {

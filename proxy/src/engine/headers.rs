@@ -40,10 +40,11 @@ impl Engine {
         let Some(name) = request.params.get("name").and_then(Value::as_str) else {
             return Ok(());
         };
-        let arguments = request.params.get("arguments");
+        // `arguments` are read (a `Value` tree of the raw params built) only for an annotated
+        // tool.
         let verdict = |known: &ToolHeaders| {
             known.tools.get(name).map_or(Ok(()), |params| {
-                crate::param_headers::check(params, arguments, headers)
+                crate::param_headers::check(params, request.params.get("arguments"), headers)
             })
         };
         let pool = self.pool_for(request)?;

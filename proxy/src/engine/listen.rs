@@ -27,7 +27,7 @@ impl Engine {
         sink: &mut ResponseSink,
     ) -> Option<Result<Value, ErrorObject>> {
         let id = request.id.clone();
-        let asked = match ListenFilter::parse(&request.params) {
+        let asked = match ListenFilter::parse(request.params.tree()) {
             Ok(filter) => filter,
             Err(message) => return Some(Err(invalid_params(message))),
         };

@@ -2,9 +2,7 @@
 //! `resources/templates/list`, `completion/complete`): a shared lane of the request's capability
 //! profile, a fresh legacy id, the result decorated (T5) and forbidden codes translated (T19).
 
-use super::wire::{
-    backend_failure, decorate_reply, flatten, internal, legacy_params, translate_error,
-};
+use super::wire::{backend_failure, decorate_reply, flatten, internal, translate_error};
 use super::Engine;
 use crate::backend::BackendError;
 use crate::capabilities::CapabilityProfile;
@@ -37,7 +35,7 @@ impl Engine {
                 .await
                 .map_err(backend_failure)?;
             let call = lane
-                .request(method, legacy_params(&request.params, None))
+                .request(method, request.params.legacy(None))
                 .await
                 .map_err(backend_failure)?;
             let legacy_id = call.legacy_id.clone();

@@ -156,7 +156,7 @@ impl PauseBook {
         let deadline = now.saturating_add(self.pause_ttl.as_millis() as u64);
         let digest = *live
             .params_digest
-            .get_or_insert_with(|| params_digest(&request.params));
+            .get_or_insert_with(|| params_digest(request.params.tree()));
         let input_requests: Map<String, Value> = live
             .pending
             .iter()
@@ -255,7 +255,7 @@ impl PauseBook {
         request: &FrontRequest,
         forwarded: bool,
     ) -> Result<Claimed, ErrorObject> {
-        let digest = params_digest(&request.params);
+        let digest = params_digest(request.params.tree());
         let claims = self
             .sealer
             .open_for(

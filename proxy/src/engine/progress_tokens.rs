@@ -20,9 +20,8 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use serde_json::Value;
-
 use crate::backend::attribution::call_kind as kind_of;
+use crate::params::ParamsRead;
 
 /// Kinds remembered; calls of kinds beyond this always get a token (a client chooses tool names).
 const MAX_KINDS: usize = 4096;
@@ -43,10 +42,9 @@ pub(super) struct ProgressTokens {
 }
 
 /// Whether the front request asked for progress.
-fn client_asked_for_progress(params: &Value) -> bool {
+fn client_asked_for_progress(params: &impl ParamsRead) -> bool {
     params
-        .get("_meta")
-        .and_then(|meta| meta.get("progressToken"))
+        .meta_progress_token()
         .is_some_and(|token| !token.is_null())
 }
 
@@ -56,13 +54,13 @@ impl ProgressTokens {
     }
 
     /// Whether a new call (`method`, front `params`) is sent with a proxy-minted progress token.
-    pub(super) fn wanted(&self, method: &str, params: &Value) -> bool {
+    pub(super) fn wanted(&self, method: &str, params: &impl ParamsRead) -> bool {
         client_asked_for_progress(params)
             || self.kinds().get(&kind_of(method, params)) != Some(&Seen::Quiet)
     }
 
     /// A call of this kind asked the client something: its kind's calls get a token from now on.
-    pub(super) fn asked(&self, method: &str, params: &Value) {
+    pub(super) fn asked(&self, method: &str, params: &impl ParamsRead) {
         let kind = kind_of(method, params);
         let mut kinds = self.kinds();
         if kinds.len() < MAX_KINDS || kinds.contains_key(&kind) {
@@ -72,7 +70,7 @@ impl ProgressTokens {
 
     /// A call of this kind finished without asking anything: unless another of its calls asked
     /// before, its kind's calls go without a token (when their clients ask for no progress).
-    pub(super) fn finished_quietly(&self, method: &str, params: &Value) {
+    pub(super) fn finished_quietly(&self, method: &str, params: &impl ParamsRead) {
         let kind = kind_of(method, params);
         let mut kinds = self.kinds();
         if kinds.len() < MAX_KINDS || kinds.contains_key(&kind) {
@@ -86,7 +84,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn call(name: &str) -> Value {
+    fn call(name: &str) -> serde_json::Value {
         json!({"name": name, "arguments": {}})
     }
 

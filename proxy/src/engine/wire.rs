@@ -55,40 +55,6 @@ pub(super) fn resumed_call_failure(error: BackendError) -> ErrorObject {
     }
 }
 
-/// The params to forward: the front params without MRTR fields and without the 2026-only
-/// `io.modelcontextprotocol/*` `_meta` keys; `progressToken` replaced by a proxy-minted one.
-pub(super) fn legacy_params(params: &Value, progress_token: Option<&str>) -> Value {
-    let Some(object) = params.as_object() else {
-        return params.clone();
-    };
-    // Built from the kept members only: the 2026 `_meta` (capabilities, client info) and
-    // the MRTR fields are never copied just to be dropped.
-    let mut legacy = Map::new();
-    let mut meta = Map::new();
-    for (key, value) in object {
-        match key.as_str() {
-            "inputResponses" | "requestState" => {}
-            "_meta" => {
-                for (key, value) in value.as_object().into_iter().flatten() {
-                    if key != "progressToken" && !key.starts_with("io.modelcontextprotocol/") {
-                        meta.insert(key.clone(), value.clone());
-                    }
-                }
-            }
-            _ => {
-                legacy.insert(key.clone(), value.clone());
-            }
-        }
-    }
-    if let Some(token) = progress_token {
-        meta.insert("progressToken".into(), token.into());
-    }
-    if !meta.is_empty() {
-        legacy.insert("_meta".into(), Value::Object(meta));
-    }
-    Value::Object(legacy)
-}
-
 pub(super) type LegacyOutcome = Result<
     Result<Result<Reply, ErrorObject>, BackendError>,
     tokio::sync::oneshot::error::RecvError,
@@ -206,9 +172,9 @@ pub(super) fn declined_url_outcome(method: &str) -> Result<Value, ErrorObject> {
 }
 
 /// The `inputResponses` object of front request params (empty when absent or not an object).
-pub(super) fn input_responses(params: &Value) -> Map<String, Value> {
+pub(super) fn input_responses(params: &impl crate::params::ParamsRead) -> Map<String, Value> {
     params
-        .get("inputResponses")
+        .member("inputResponses")
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default()
@@ -476,7 +442,7 @@ mod tests {
             }
         });
         assert_eq!(
-            legacy_params(&params, Some("mrtr-1")),
+            crate::params::legacy_tree(&params, Some("mrtr-1")),
             json!({"name": "ask_name", "arguments": {}, "_meta": {"progressToken": "mrtr-1", "traceparent": "00-x"}})
         );
     }

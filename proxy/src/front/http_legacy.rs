@@ -158,7 +158,7 @@ pub(super) async fn post(
         return not_your_session(request_id(&message));
     }
     legacy.refresh_credentials(&principal, &credentials);
-    match message {
+    match message.into_tree() {
         Message::Request { id, method, params } => {
             let Some(permit) = gate.try_enter() else {
                 crate::metrics::global().rejection("limit_concurrent_requests");
@@ -182,6 +182,7 @@ pub(super) async fn post(
             });
             relay_response(&session, id, outcome).await
         }
+        Message::RawRequest { .. } => unreachable!("`into_tree` leaves no raw request"),
     }
 }
 

@@ -10,6 +10,7 @@ pub mod callers;
 pub mod http;
 mod http_legacy;
 pub mod protected_resource;
+pub mod read;
 pub mod stdio;
 mod stdio_legacy;
 pub mod tls;

@@ -26,6 +26,7 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
 use super::http::{handler_gone, start_handler};
+use super::read::FrontMessage;
 use super::validate::{self, error_response, Rejection, Validated};
 use super::SINK_CAPACITY;
 use crate::jsonrpc::{codes, ErrorObject, Message, ParseError};
@@ -84,7 +85,7 @@ where
                 ),
             )),
             Ok(Line::Complete) => {
-                let Some(parsed) = parse_line(&buffer) else {
+                let Some(parsed) = parse_front_line(&buffer) else {
                     continue;
                 };
                 match parsed {
@@ -99,11 +100,11 @@ where
                             let opening = std::mem::take(&mut first);
                             if opening
                                 && legacy.policy().serves_legacy()
-                                && era::first_message_era(&message) == Era::Legacy
+                                && era::first_front_era(&message) == Era::Legacy
                             {
                                 break super::stdio_legacy::serve(
                                     legacy,
-                                    message,
+                                    message.into_message(),
                                     &mut reader,
                                     &mut buffer,
                                     &lines,
@@ -114,7 +115,7 @@ where
                             if !legacy.policy().serves_modern() {
                                 crate::metrics::global().rejection("era_policy");
                                 let id = match &message {
-                                    Message::Request { id, .. } => Some(id),
+                                    FrontMessage::Request { id, .. } => Some(id),
                                     _ => None,
                                 };
                                 let refusal = error_response(id, &EraPolicy::modern_refusal());
@@ -201,9 +202,9 @@ struct Context<'a> {
 
 impl Context<'_> {
     /// Handles one parsed message; returns the error to write, if any.
-    fn accept(&self, message: Message, generation: u64) -> Option<Value> {
-        let is_request = matches!(message, Message::Request { .. });
-        let validated = match validate::validate_owned(message, None, Principal::anonymous()) {
+    fn accept(&self, message: FrontMessage, generation: u64) -> Option<Value> {
+        let is_request = message.is_request();
+        let validated = match validate::validate_front(message, None, Principal::anonymous()) {
             Ok(validated) => validated,
             Err(rejection) if is_request => {
                 crate::metrics::global()
@@ -376,11 +377,21 @@ where
 /// One complete line (without its `\n`) as a message: a trailing `\r` is dropped, a blank line
 /// is `None` (skipped), anything else is parsed as exactly one JSON-RPC message.
 pub(crate) fn parse_line(line: &[u8]) -> Option<Result<Message, ParseError>> {
+    line_text(line).map(Message::parse)
+}
+
+/// [`parse_line`] as the modern front reads a message ([`FrontMessage::parse`]).
+pub(crate) fn parse_front_line(line: &[u8]) -> Option<Result<FrontMessage, ParseError>> {
+    line_text(line).map(FrontMessage::parse)
+}
+
+/// The text of a line: without a trailing `\r`; `None` when blank.
+fn line_text(line: &[u8]) -> Option<&[u8]> {
     let text = line.strip_suffix(b"\r").unwrap_or(line);
     if text.iter().all(u8::is_ascii_whitespace) {
         return None;
     }
-    Some(Message::parse(text))
+    Some(text)
 }
 
 pub(crate) enum Line {

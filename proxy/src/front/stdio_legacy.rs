@@ -172,7 +172,7 @@ async fn relay(
 ) -> Option<String> {
     let ended_error = || ErrorObject::new(codes::INTERNAL_ERROR, "the legacy session ended");
     let ended = |id: Option<&Value>| line_of(&error_response(id, &ended_error()));
-    match message {
+    match message.into_tree() {
         Message::Request { id, method, params } => {
             let session = Arc::clone(session);
             let out = out.clone();
@@ -206,5 +206,6 @@ async fn relay(
                 .err()
                 .map(|_| ended(None))
         }
+        Message::RawRequest { .. } => unreachable!("`into_tree` leaves no raw request"),
     }
 }

@@ -22,8 +22,10 @@
 
 use serde_json::{json, Map, Value};
 
+use super::read::FrontMessage;
 use crate::jsonrpc::{codes, ErrorObject, Message, ParseError};
 use crate::param_headers::{decode_header_value, single_header};
+use crate::params::{MetaRef, Params};
 pub use crate::request::http_status;
 use crate::request::{FrontRequest, Principal};
 
@@ -164,32 +166,30 @@ pub fn validate_owned(
     headers: Option<&http::HeaderMap>,
     principal: Principal,
 ) -> Result<Validated, Rejection> {
-    let mut validated = check(&message, headers, principal)?;
-    if let (
-        Validated::Request(request),
-        Message::Request {
-            params: Some(params),
-            ..
-        },
-    ) = (&mut validated, message)
-    {
-        request.params = params;
-    }
-    Ok(validated)
+    validate_front(FrontMessage::from(message), headers, principal)
 }
 
-/// Everything [`validate`] decides; a request comes back with `params: null`.
-fn check(
-    message: &Message,
+/// [`validate_owned`] for a message as the fronts read it ([`FrontMessage::parse`]).
+pub fn validate_front(
+    message: FrontMessage,
     headers: Option<&http::HeaderMap>,
     principal: Principal,
 ) -> Result<Validated, Rejection> {
     match message {
-        Message::Request { id, method, params } => {
-            validate_request(id, method, params.as_ref(), headers, principal)
+        FrontMessage::Request { id, method, params } => {
+            let mut validated =
+                validate_request(&id, &method, params.as_ref(), headers, principal)?;
+            if let (Validated::Request(request), Some(params)) = (&mut validated, params) {
+                request.id = id;
+                request.method = method;
+                request.params = params;
+            }
+            Ok(validated)
         }
-        Message::Notification { method, params } => validate_notification(method, params.as_ref()),
-        Message::Response { .. } | Message::RawResponse { .. } => Err(Rejection::new(
+        FrontMessage::Other(Message::Notification { method, params }) => {
+            validate_notification(&method, params.as_ref())
+        }
+        FrontMessage::Other(_) => Err(Rejection::new(
             None,
             ErrorObject::new(
                 codes::INVALID_REQUEST,
@@ -238,7 +238,7 @@ fn is_request_id(id: &Value) -> bool {
 fn validate_request(
     id: &Value,
     method: &str,
-    params: Option<&Value>,
+    params: Option<&Params>,
     headers: Option<&http::HeaderMap>,
     principal: Principal,
 ) -> Result<Validated, Rejection> {
@@ -259,13 +259,15 @@ fn validate_request(
                 "missing `params` (it must carry `_meta`)".into(),
             ))
         }
-        Some(Value::Object(object)) => object,
+        Some(params) if params.is_object() => params,
         Some(_) => return Err(invalid_params("`params` must be an object".into())),
     };
-    let meta = match params_object.get("_meta") {
-        None => return Err(invalid_params("missing `params._meta`".into())),
-        Some(Value::Object(meta)) => meta,
-        Some(_) => return Err(invalid_params("`params._meta` must be an object".into())),
+    let meta = match params_object.meta() {
+        MetaRef::Absent => return Err(invalid_params("missing `params._meta`".into())),
+        MetaRef::Object(meta) => meta,
+        MetaRef::NotObject => {
+            return Err(invalid_params("`params._meta` must be an object".into()))
+        }
     };
     let version = match meta.get(meta_keys::PROTOCOL_VERSION) {
         None => {
@@ -379,10 +381,10 @@ fn validate_request(
     }
 
     Ok(Validated::Request(FrontRequest {
-        id: id.clone(),
-        method: method.to_owned(),
-        // Filled in by the caller: moved out of an owned message, cloned from a borrowed one.
-        params: Value::Null,
+        // Moved in by the caller.
+        id: Value::Null,
+        method: String::new(),
+        params: Params::default(),
         client_capabilities: client_capabilities.clone(),
         client_info: meta
             .get(meta_keys::CLIENT_INFO)
@@ -418,7 +420,7 @@ fn mirrored_headers(headers: &http::HeaderMap) -> Box<http::HeaderMap> {
 /// legacy client can tell its user why. Both name the supported versions.
 fn unknown_method(
     method: &str,
-    params: Option<&Value>,
+    params: Option<&Params>,
     reject: impl Fn(ErrorObject, u16) -> Rejection,
 ) -> Rejection {
     if method == "initialize" {

@@ -103,6 +103,16 @@ pub fn first_message_era(message: &Message) -> Era {
     }
 }
 
+/// [`first_message_era`] of a message as the fronts read it.
+pub fn first_front_era(message: &crate::front::read::FrontMessage) -> Era {
+    match message {
+        crate::front::read::FrontMessage::Request { method, .. } if method == "initialize" => {
+            Era::Legacy
+        }
+        _ => Era::Modern,
+    }
+}
+
 /// The `protocolVersion` to ask the legacy server for, given what the client asked for:
 /// - a legacy version the proxy speaks: that one (the legacy server answers with it if it speaks
 ///   it, otherwise with its own choice, as a real server does);

@@ -154,7 +154,7 @@ impl HttpLane {
     pub(crate) async fn send_request(
         &self,
         method: &str,
-        params: Value,
+        params: crate::params::OutParams,
         progress_token: Option<Value>,
         tag: CallTag,
     ) -> Result<(PendingCall, Option<mpsc::Receiver<Value>>), BackendError> {

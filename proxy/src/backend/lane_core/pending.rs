@@ -3,6 +3,7 @@
 //! the requests we cancelled that the legacy server may still answer.
 
 use super::*;
+use crate::params::OutParams;
 
 pub(super) struct PendingEntry {
     reply: oneshot::Sender<Outcome>,
@@ -59,7 +60,7 @@ impl LaneCore {
     pub(crate) fn send_request_with(
         &self,
         method: &str,
-        params: Value,
+        params: OutParams,
         progress_token: Option<Value>,
         write: impl FnOnce(Message) -> Result<(), BackendError>,
     ) -> Result<(PendingCall, Option<mpsc::Receiver<Value>>), BackendError> {
@@ -77,11 +78,11 @@ impl LaneCore {
     pub fn start_request(
         &self,
         method: &str,
-        params: Value,
+        params: impl Into<OutParams>,
         epoch: u64,
         progress_token: Option<Value>,
     ) -> Result<(Message, PendingCall, Option<mpsc::Receiver<Value>>), BackendError> {
-        self.start_tagged_request(method, params, epoch, progress_token, CallTag::None)
+        self.start_tagged_request(method, params.into(), epoch, progress_token, CallTag::None)
     }
 
     /// [`LaneCore::start_request`] for a correlatable call, registered by `tag` before the
@@ -89,7 +90,7 @@ impl LaneCore {
     pub fn start_tagged_request(
         &self,
         method: &str,
-        params: Value,
+        params: OutParams,
         epoch: u64,
         progress_token: Option<Value>,
         tag: CallTag,
@@ -100,10 +101,13 @@ impl LaneCore {
         let mut params = params;
         let mut progress = None;
         if let Some(token) = progress_token {
-            if params.is_null() {
-                params = Value::Object(Map::new());
+            // A tree here: the engine writes its own token into raw params.
+            let mut tree =
+                std::mem::replace(&mut params, OutParams::Tree(Value::Null)).into_value();
+            if tree.is_null() {
+                tree = Value::Object(Map::new());
             }
-            let Some(object) = params.as_object_mut() else {
+            let Some(object) = tree.as_object_mut() else {
                 return Err(BackendError::Protocol(
                     "progress needs object params".into(),
                 ));
@@ -115,6 +119,7 @@ impl LaneCore {
                 *meta = Value::Object(Map::new());
             }
             meta["progressToken"] = token.clone();
+            params = OutParams::Tree(tree);
             let (tx, rx) = mpsc::channel(PROGRESS_EVENTS);
             progress = Some((value_key(&token), tx, rx));
         }
@@ -158,10 +163,17 @@ impl LaneCore {
             }
             receiver
         };
-        let message = Message::Request {
-            id: Value::from(id),
-            method: method.to_owned(),
-            params: if params.is_null() { None } else { Some(params) },
+        let message = match params {
+            OutParams::Tree(params) => Message::Request {
+                id: Value::from(id),
+                method: method.to_owned(),
+                params: if params.is_null() { None } else { Some(params) },
+            },
+            OutParams::Raw(params) => Message::RawRequest {
+                id: Value::from(id),
+                method: method.to_owned(),
+                params,
+            },
         };
         Ok((
             message,

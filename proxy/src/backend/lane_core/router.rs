@@ -69,7 +69,7 @@ impl LaneCore {
 
     /// Routes one message; `call`: it came on the POST response stream of that request of ours.
     fn handle_from(self: &Arc<Self>, message: Message, call: Option<u64>) {
-        match message {
+        match message.into_tree() {
             Message::Response { id, outcome } => {
                 if !self.complete(&id, Ok(outcome.map(Reply::Tree))) {
                     self.unmatched_response(&id);
@@ -94,6 +94,7 @@ impl LaneCore {
                 let params = params.unwrap_or_else(|| Value::Object(Map::new()));
                 self.route_notification(method, params, call);
             }
+            Message::RawRequest { .. } => unreachable!("`into_tree` leaves no raw request"),
         }
     }
 

@@ -320,7 +320,7 @@ impl LanePool {
         &self,
         profile: &CapabilityProfile,
         method: &str,
-        params: &Value,
+        params: &(impl crate::params::ParamsRead + ?Sized),
     ) -> Result<Lease, BackendError> {
         let attribution = &self.shared.attribution;
         if !self.shared.may_share() {

@@ -6,8 +6,9 @@ use http::{header, HeaderMap};
 
 use crate::credentials::Credentials;
 use crate::front::callers::Caller;
+use crate::front::read::FrontMessage;
 use crate::front::validate::{self, Rejection, Validated};
-use crate::jsonrpc::{codes, ErrorObject, Message};
+use crate::jsonrpc::{codes, ErrorObject};
 use crate::request::FrontRequest;
 
 /// What the front does with a POST once its body is read.
@@ -59,11 +60,11 @@ pub fn decide_post_as(headers: &HeaderMap, body: &[u8], caller: Caller) -> PostD
         principal,
         ..
     } = caller;
-    let message = match Message::parse(body) {
+    let message = match FrontMessage::parse(body) {
         Ok(message) => message,
         Err(error) => return PostDecision::Reject(Rejection::unreadable(&error)),
     };
-    match validate::validate_owned(message, Some(headers), principal) {
+    match validate::validate_front(message, Some(headers), principal) {
         Err(rejection) => PostDecision::Reject(rejection),
         Ok(Validated::Cancelled { .. } | Validated::OtherNotification { .. }) => {
             PostDecision::Accepted

@@ -1,0 +1,477 @@
+//! One pass of serde_json over a front request's text: the envelope's members read, `params`'
+//! members located (spans into the text), the few the proxy reads deserialized into `Value`s,
+//! every other member checked by a visitor that builds nothing.
+//!
+//! serde_json reads every byte; the visitors only decide. Member names are borrowed from the
+//! text, so a name's span is where its `&str` points, a value starts after the name's `:` and
+//! ends before the `,` or `}` that follows it (whitespace aside). Anything else gives up
+//! (`None`), and the caller then parses the message as before: any escape in a member name, a
+//! duplicate member name at any depth (a `Value` keeps the last one; forwarding the text would
+//! forward both), an object of more than [`MAX_MEMBERS`] members, and whatever serde_json
+//! rejects (the checking visitor asks for numbers and strings as a `Value` parse does: a number
+//! out of range or a lone surrogate fails here as there). So whatever it reads, a `Value` parse
+//! reads the same way.
+
+use std::fmt;
+
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+
+use crate::front::validate::meta_keys;
+
+/// Objects with more members than this are left to the `Value` parse (the duplicate check is a
+/// scan of the names seen so far).
+const MAX_MEMBERS: usize = 32;
+
+/// A byte range of the text.
+pub(super) type Span = (u32, u32);
+
+/// A member forwarded as it came: its name (quotes included) and its value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Spliced {
+    pub key: Span,
+    pub value: Span,
+}
+
+impl Spliced {
+    fn shifted(self, by: u32) -> Spliced {
+        Spliced {
+            key: (self.key.0 - by, self.key.1 - by),
+            value: (self.value.0 - by, self.value.1 - by),
+        }
+    }
+}
+
+/// What a scan of a `params` object found (spans into the params text).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Scanned {
+    /// The members forwarded to the legacy server as they came: all but `_meta`,
+    /// `requestState` and `inputResponses`, in their order.
+    pub forwarded: Vec<Spliced>,
+    pub name: Option<Value>,
+    pub uri: Option<Value>,
+    pub request_state: Option<Value>,
+    pub input_responses: Option<Value>,
+    pub meta: Meta,
+}
+
+/// `params._meta`.
+#[derive(Debug, Clone, Default)]
+pub(super) enum Meta {
+    #[default]
+    Absent,
+    /// Present, not an object.
+    NotObject,
+    Object(MetaSlots),
+}
+
+/// An object `_meta`: the members the front reads, parsed; the ones forwarded to the legacy
+/// server (all but `progressToken` and the `io.modelcontextprotocol/` ones), located.
+#[derive(Debug, Clone, Default)]
+pub struct MetaSlots {
+    pub protocol_version: Option<Value>,
+    pub client_capabilities: Option<Value>,
+    pub client_info: Option<Value>,
+    pub log_level: Option<Value>,
+    pub progress_token: Option<Value>,
+    pub(super) forwarded: Vec<Spliced>,
+}
+
+/// A request read by [`scan_request`].
+pub(super) struct ScannedRequest {
+    pub id: Value,
+    pub method: String,
+    /// The params' span in the message, and what they hold (spans into the params text).
+    pub params: Option<(Span, Scanned)>,
+}
+
+/// Reads `text` as a JSON-RPC request (`jsonrpc` "2.0", a string or integer `id`, a string
+/// `method`, an object `params` or none); `None` for anything else or when the `Value` parse has
+/// to decide.
+pub(super) fn scan_request(text: &str) -> Option<ScannedRequest> {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let request = deserializer.deserialize_map(Envelope { text }).ok()?;
+    deserializer.end().ok()?;
+    if !(request.id.is_string() || request.id.is_i64() || request.id.is_u64()) {
+        return None;
+    }
+    Some(request)
+}
+
+/// JSON's whitespace.
+const WS: [char; 4] = [' ', '\t', '\n', '\r'];
+
+/// Gives up: the caller parses the message as a `Value`.
+fn give_up<E: serde::de::Error>() -> E {
+    E::custom("left to the Value parse")
+}
+
+/// The span of a member name (quotes included), from the name serde_json borrowed from `text`.
+fn key_span(text: &str, name: &str) -> Span {
+    let start = name.as_ptr() as usize - text.as_ptr() as usize - 1;
+    (start as u32, (start + name.len() + 2) as u32)
+}
+
+/// Where the value of the member whose name ends at `key_end` starts (past the `:`).
+fn value_start(text: &str, key_end: u32) -> Option<u32> {
+    let rest = text.get(key_end as usize..)?;
+    let rest = rest.trim_start_matches(WS).strip_prefix(':')?;
+    Some((text.len() - rest.trim_start_matches(WS).len()) as u32)
+}
+
+/// Where a value ends that serde_json read and followed with `separator` (`,` or `}`), the
+/// next token after which starts at `next`.
+fn value_end(text: &str, next: u32, separator: char) -> Option<u32> {
+    let before = text.get(..next as usize)?.trim_end_matches(WS);
+    Some(before.strip_suffix(separator)?.trim_end_matches(WS).len() as u32)
+}
+
+/// The member names of one object so far (names borrowed from the text: compared as they are).
+struct Names<'a> {
+    seen: [&'a str; MAX_MEMBERS],
+    count: usize,
+}
+
+impl Default for Names<'_> {
+    fn default() -> Self {
+        Names {
+            seen: [""; MAX_MEMBERS],
+            count: 0,
+        }
+    }
+}
+
+impl<'a> Names<'a> {
+    /// An error for a duplicate, or past [`MAX_MEMBERS`].
+    fn insert<E: serde::de::Error>(&mut self, name: &'a str) -> Result<(), E> {
+        if self.count == MAX_MEMBERS || self.seen[..self.count].contains(&name) {
+            return Err(give_up());
+        }
+        self.seen[self.count] = name;
+        self.count += 1;
+        Ok(())
+    }
+}
+
+/// A visitor's methods for the scalars (serde_json has checked them as a `Value` parse would):
+/// each gives `$value`.
+macro_rules! scalars {
+    ($value:expr) => {
+        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+
+        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+
+        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+
+        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+
+        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+    };
+}
+
+/// Checks any value as a `Value` parse reads it, building nothing.
+struct Check;
+
+impl<'de> DeserializeSeed<'de> for Check {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(Check)
+    }
+}
+
+impl<'de> Visitor<'de> for Check {
+    type Value = ();
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("any JSON value")
+    }
+
+    scalars!(());
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(Check)?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut names = Names::default();
+        while let Some(name) = map.next_key::<&'de str>()? {
+            names.insert(name)?;
+            map.next_value_seed(Check)?;
+        }
+        Ok(())
+    }
+}
+
+/// The request object.
+struct Envelope<'t> {
+    text: &'t str,
+}
+
+impl<'de> Visitor<'de> for Envelope<'de> {
+    type Value = ScannedRequest;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("a JSON-RPC request")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ScannedRequest, A::Error> {
+        let text = self.text;
+        let mut names = Names::default();
+        let (mut jsonrpc_ok, mut id, mut method) = (false, None, None);
+        let mut params = None;
+        // The params read, and their start, until the next token shows where they end.
+        let mut open: Option<(u32, Open<Scanned>)> = None;
+        while let Some(name) = map.next_key::<&'de str>()? {
+            names.insert(name)?;
+            let key = key_span(text, name);
+            if let Some((start, scanned)) = open.take() {
+                let end = value_end(text, key.0, ',').ok_or_else(give_up)?;
+                params = Some(((start, end), scanned.close(text, end)?));
+            }
+            match name {
+                "params" => {
+                    let start = value_start(text, key.1).ok_or_else(give_up)?;
+                    open = Some((start, map.next_value_seed(ParamsSeed { text })?));
+                }
+                "jsonrpc" => jsonrpc_ok = map.next_value::<&'de str>()? == "2.0",
+                "id" => id = Some(map.next_value::<Value>()?),
+                "method" => method = Some(map.next_value::<String>()?),
+                _ => map.next_value_seed(Check)?,
+            }
+        }
+        if let Some((start, scanned)) = open {
+            let end = value_end(text, text.trim_end_matches(WS).len() as u32, '}');
+            let end = end.ok_or_else(give_up)?;
+            params = Some(((start, end), scanned.close(text, end)?));
+        }
+        match (jsonrpc_ok, id, method) {
+            (true, Some(id), Some(method)) => Ok(ScannedRequest { id, method, params }),
+            _ => Err(give_up()),
+        }
+    }
+}
+
+/// An object read but for its last member's value end, which the token after the object shows.
+struct Open<T> {
+    read: T,
+    tail: Tail,
+}
+
+/// The last member of an object, whose end is not yet known.
+#[derive(Clone, Copy)]
+enum Tail {
+    /// Not a span kept (or no member).
+    Untracked,
+    /// The last forwarded member.
+    Forwarded,
+    /// An object `_meta` (params only), its own last forwarded member pending or not.
+    Meta(bool),
+}
+
+impl Open<Scanned> {
+    /// The params, now that they end at `end`.
+    fn close<E: serde::de::Error>(mut self, text: &str, end: u32) -> Result<Scanned, E> {
+        let last = value_end(text, end, '}').ok_or_else(give_up)?;
+        settle(text, &mut self.read, self.tail, last)?;
+        Ok(self.read)
+    }
+}
+
+/// Records that the params member `tail` ends at `end`.
+fn settle<E: serde::de::Error>(
+    text: &str,
+    scanned: &mut Scanned,
+    tail: Tail,
+    end: u32,
+) -> Result<(), E> {
+    match (tail, &mut scanned.meta) {
+        (Tail::Forwarded, _) => {
+            if let Some(last) = scanned.forwarded.last_mut() {
+                last.value.1 = end;
+            }
+        }
+        (Tail::Meta(true), Meta::Object(meta)) => {
+            let last = value_end(text, end, '}').ok_or_else(give_up)?;
+            if let Some(member) = meta.forwarded.last_mut() {
+                member.value.1 = last;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// `params`: an object, read as [`Scanned`] (spans into the message text).
+struct ParamsSeed<'t> {
+    text: &'t str,
+}
+
+impl<'de> DeserializeSeed<'de> for ParamsSeed<'de> {
+    type Value = Open<Scanned>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ParamsSeed<'de> {
+    type Value = Open<Scanned>;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let text = self.text;
+        let mut scanned = Scanned::default();
+        let mut names = Names::default();
+        let mut tail = Tail::Untracked;
+        while let Some(name) = map.next_key::<&'de str>()? {
+            names.insert(name)?;
+            let key = key_span(text, name);
+            if let Tail::Forwarded | Tail::Meta(true) = tail {
+                let end = value_end(text, key.0, ',').ok_or_else(give_up)?;
+                settle(text, &mut scanned, tail, end)?;
+            }
+            let start = value_start(text, key.1).ok_or_else(give_up)?;
+            tail = Tail::Untracked;
+            match name {
+                "_meta" => {
+                    let meta = map.next_value_seed(MetaSeed { text })?;
+                    if let Meta::Object(_) = meta.read {
+                        tail = Tail::Meta(matches!(meta.tail, Tail::Forwarded));
+                    }
+                    scanned.meta = meta.read;
+                }
+                "requestState" => scanned.request_state = Some(map.next_value()?),
+                "inputResponses" => scanned.input_responses = Some(map.next_value()?),
+                _ => {
+                    match name {
+                        "name" => scanned.name = Some(map.next_value()?),
+                        "uri" => scanned.uri = Some(map.next_value()?),
+                        _ => map.next_value_seed(Check)?,
+                    }
+                    scanned.forwarded.push(Spliced {
+                        key,
+                        value: (start, 0),
+                    });
+                    tail = Tail::Forwarded;
+                }
+            }
+        }
+        Ok(Open {
+            read: scanned,
+            tail,
+        })
+    }
+}
+
+/// `params._meta`: an object read as [`MetaSlots`], or anything else checked.
+struct MetaSeed<'t> {
+    text: &'t str,
+}
+
+impl<'de> DeserializeSeed<'de> for MetaSeed<'de> {
+    type Value = Open<Meta>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+/// A `_meta` that is not an object.
+const NOT_OBJECT: Open<Meta> = Open {
+    read: Meta::NotObject,
+    tail: Tail::Untracked,
+};
+
+impl<'de> Visitor<'de> for MetaSeed<'de> {
+    type Value = Open<Meta>;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("any JSON value")
+    }
+
+    scalars!(NOT_OBJECT);
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        Check.visit_seq(seq)?;
+        Ok(NOT_OBJECT)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let text = self.text;
+        let mut meta = MetaSlots::default();
+        let mut names = Names::default();
+        let mut pending = false;
+        while let Some(name) = map.next_key::<&'de str>()? {
+            names.insert(name)?;
+            let key = key_span(text, name);
+            if std::mem::take(&mut pending) {
+                let end = value_end(text, key.0, ',').ok_or_else(give_up)?;
+                if let Some(last) = meta.forwarded.last_mut() {
+                    last.value.1 = end;
+                }
+            }
+            let slot = match name {
+                meta_keys::PROTOCOL_VERSION => Some(&mut meta.protocol_version),
+                meta_keys::CLIENT_CAPABILITIES => Some(&mut meta.client_capabilities),
+                meta_keys::CLIENT_INFO => Some(&mut meta.client_info),
+                meta_keys::LOG_LEVEL => Some(&mut meta.log_level),
+                meta_keys::PROGRESS_TOKEN => Some(&mut meta.progress_token),
+                _ => None,
+            };
+            match slot {
+                Some(slot) => *slot = Some(map.next_value()?),
+                None => {
+                    let start = value_start(text, key.1).ok_or_else(give_up)?;
+                    map.next_value_seed(Check)?;
+                    if !name.starts_with("io.modelcontextprotocol/") {
+                        meta.forwarded.push(Spliced {
+                            key,
+                            value: (start, 0),
+                        });
+                        pending = true;
+                    }
+                }
+            }
+        }
+        Ok(Open {
+            read: Meta::Object(meta),
+            tail: if pending {
+                Tail::Forwarded
+            } else {
+                Tail::Untracked
+            },
+        })
+    }
+}
+
+/// [`Scanned`] with its spans made relative to the params text, which starts at `start`.
+pub(super) fn relative(mut scanned: Scanned, start: u32) -> Scanned {
+    for member in &mut scanned.forwarded {
+        *member = member.shifted(start);
+    }
+    if let Meta::Object(meta) = &mut scanned.meta {
+        for member in &mut meta.forwarded {
+            *member = member.shifted(start);
+        }
+    }
+    scanned
+}
