@@ -32,6 +32,7 @@ use mcp_mrtr_proxy::fuzzing::{
 };
 use mcp_mrtr_proxy::jsonrpc::{codes, Message};
 use mcp_mrtr_proxy::param_headers::decode_header_value;
+use mcp_mrtr_proxy::params::Params;
 use mcp_mrtr_proxy::request::{FrontRequest, Principal};
 use serde_json::Value;
 
@@ -221,7 +222,8 @@ fn http_post(data: &[u8]) {
 }
 
 /// A request without its principal, credentials and mirrored headers (which differ between the
-/// fronts: only HTTP carries headers).
+/// fronts: only HTTP carries headers), its params as a tree (one front may keep them as the
+/// client's text, the other as the `Value` this target validated).
 fn same_request(request: &FrontRequest) -> String {
     format!(
         "{:?}",
@@ -229,6 +231,7 @@ fn same_request(request: &FrontRequest) -> String {
             principal: Principal::anonymous(),
             credentials: Default::default(),
             param_headers: None,
+            params: Params::from(request.params.tree().clone()),
             ..request.clone()
         }
     )
