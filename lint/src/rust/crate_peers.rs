@@ -84,6 +84,11 @@ pub fn may_declare(bytes: &[u8]) -> bool {
             .any(|found| bytes.get(found.end()) == Some(&b'<'))
 }
 
+/// Whether `bytes` spell one of the peer types' names anywhere (one search for all of them).
+pub(super) fn names_a_peer_type(bytes: &[u8]) -> bool {
+    peer_types().is_match(bytes)
+}
+
 /// One pass over a file for all the peer types' names (a SIMD search, as the file pre-filter's;
 /// one `memmem` pass per name cost 3 % of a run on the MCP-heavy corpus). No name starts inside
 /// another, so leftmost-first matches miss none.

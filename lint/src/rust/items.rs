@@ -385,10 +385,7 @@ fn blank_range(text: &str, start: usize, end: usize, masked: &mut Option<Vec<u8>
 /// Whether a struct item may have a field the walk looks at: a peer type named in it, or a
 /// secret-looking name.
 fn struct_may_matter(item: &[u8]) -> bool {
-    super::analyzer::PEER_TYPES
-        .iter()
-        .any(|name| memchr::memmem::find(item, name.as_bytes()).is_some())
-        || super::words::may_name_secret(item)
+    super::crate_peers::names_a_peer_type(item) || super::words::may_name_secret(item)
 }
 
 /// Whether a `fn` item may return a peer: a peer type named between its `->` and its body.
@@ -398,9 +395,7 @@ fn returns_a_peer(item: &[u8]) -> bool {
     };
     let rest = &item[arrow..];
     let output = &rest[..memchr::memchr(b'{', rest).unwrap_or(rest.len())];
-    super::analyzer::PEER_TYPES
-        .iter()
-        .any(|name| memchr::memmem::find(output, name.as_bytes()).is_some())
+    super::crate_peers::names_a_peer_type(output)
 }
 
 /// Whether a container item may hold a function that returns a peer: a peer type named between
@@ -409,9 +404,7 @@ fn may_return_a_peer(item: &[u8]) -> bool {
     memchr::memmem::find_iter(item, b"->").any(|arrow| {
         let rest = &item[arrow..];
         let output = &rest[..memchr::memchr2(b'{', b';', rest).unwrap_or(rest.len())];
-        super::analyzer::PEER_TYPES
-            .iter()
-            .any(|name| memchr::memmem::find(output, name.as_bytes()).is_some())
+        super::crate_peers::names_a_peer_type(output)
     })
 }
 
