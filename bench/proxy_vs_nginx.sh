@@ -5,6 +5,9 @@
 #   direct  wrk → legacy server, the legacy wire on one session (opened with curl)
 #   nginx   wrk → nginx 1.22 (Debian package; one worker, upstream keep-alive,
 #           `proxy_buffering off`) → legacy server, the same session
+#   hyper   wrk → the plainest tokio + hyper reverse proxy (proxy/examples/hyper_reverse_proxy.rs:
+#           the proxy's runtime and allocator, no MCP work) → legacy server, the same session: the
+#           floor of the stack the proxy is built on (HYPER=0 leaves it out)
 #   proxy   wrk → mcp-mrtr-proxy (defaults, `--upstream`) → legacy server, the 2026-07-28 wire
 # wrk (2 threads) runs bench/wrk/*.lua, which check every answer. Each repetition runs every
 # variant at each connection count, the order rotating from one repetition to the next; the
@@ -21,7 +24,8 @@
 # Environment: REPS (3), DURATION (10: seconds per run), WARMUP (2: seconds of unmeasured load
 #   before each run), CONNECTIONS ("16 64"), SDKS ("typescript python rmcp"), STRACE (1; 0: skip
 #   the syscall runs), STRACE_DURATION (4), ROUNDS (1; 0: skip the pause/resume runs),
-#   PROXY_BIN (target/release/mcp-mrtr-proxy, built unless NO_BUILD=1), PROXY_ARGS (extra flags
+#   PROXY_BIN (target/release/mcp-mrtr-proxy, built unless NO_BUILD=1; with it the `hyper`
+#   variant's target/release/examples/hyper_reverse_proxy, HYPER_BIN), HYPER (1), PROXY_ARGS (extra flags
 #   for the proxy), PROXY_VARIANTS ("proxy=$PROXY_BIN": space-separated LABEL=BINARY pairs, each
 #   a proxy of its own measured as one more interleaved variant, e.g. two builds to weigh a
 #   change: "proxy=/tmp/new base=/tmp/old"; the pause/resume and ratio rows use the first), NET (quickack: a private network namespace,
@@ -48,10 +52,12 @@ ROUNDS=${ROUNDS:-1}
 PROXY_BIN=${PROXY_BIN:-target/release/mcp-mrtr-proxy}
 PROXY_ARGS=${PROXY_ARGS:-}
 PROXY_VARIANTS=${PROXY_VARIANTS:-"proxy=$PROXY_BIN"}
+HYPER=${HYPER:-1}
 PROXY_LABELS=()
 for pair in $PROXY_VARIANTS; do PROXY_LABELS+=("${pair%%=*}"); done
 NET=${NET:-quickack}
 TARGET=${CARGO_TARGET_DIR:-target}
+HYPER_BIN=${HYPER_BIN:-$TARGET/release/examples/hyper_reverse_proxy}
 LEGACY_VERSION=2025-06-18
 mkdir -p "$LOGS"
 
@@ -69,6 +75,7 @@ if [ -z "${PVN_INNER:-}" ]; then
     fi
     if [ "${NO_BUILD:-0}" != 1 ]; then
         cargo build --release -p mcp-mrtr-proxy -p mcp-legacy-conformance-server >&2
+        [ "$HYPER" = 1 ] && cargo build --release -p mcp-mrtr-proxy --example hyper_reverse_proxy >&2
     fi
     node_dir=$TARGET/sdk-servers-node
     if [[ " $SDKS " == *" typescript "* ]] && [ ! -f "$node_dir/node_modules/@modelcontextprotocol/sdk/package.json" ]; then
@@ -127,7 +134,7 @@ machine_busy() { head -1 /proc/stat | awk '{ print $2 + $3 + $4 + $7 + $8 + $9 }
 HZ=$(getconf CLK_TCK)
 
 # ----- servers ----------------------------------------------------------------------------------
-declare -A LEGACY_URL LEGACY_PID SESSION NGINX_URL NGINX_PIDS PROXY_URL PROXY_PID # PROXY_*: by SDK/label
+declare -A LEGACY_URL LEGACY_PID SESSION NGINX_URL NGINX_PIDS HYPER_URL HYPER_PID PROXY_URL PROXY_PID # PROXY_*: by SDK/label
 open_session() { # URL → prints the Mcp-Session-Id of an initialized legacy session
     local url=$1 headers session
     headers=$(curl -fsS -D - -o /dev/null -H 'Content-Type: application/json' \
@@ -170,6 +177,12 @@ for sdk in $SDKS; do
     hostport=${STARTED_URL#http://}
     start_nginx "$sdk" "${hostport%%/*}"
     echo "$sdk: legacy ${LEGACY_URL[$sdk]} (pid ${LEGACY_PID[$sdk]}), nginx ${NGINX_URL[$sdk]} (pids ${NGINX_PIDS[$sdk]})" >&2
+    if [ "$HYPER" = 1 ]; then
+        start_listening "hyper-$sdk" "$HYPER_BIN" "${hostport%%/*}"
+        HYPER_URL[$sdk]=$STARTED_URL
+        HYPER_PID[$sdk]=$STARTED_PID
+        echo "$sdk: hyper $STARTED_URL (pid $STARTED_PID)" >&2
+    fi
     for pair in $PROXY_VARIANTS; do
         label=${pair%%=*}
         rm -rf "$OUT/store-$sdk-$label"
@@ -194,6 +207,7 @@ wrk_run() {
     case $variant in
         direct) url=${LEGACY_URL[$sdk]}; script=legacy_echo.lua ;;
         nginx) url=${NGINX_URL[$sdk]}; script=legacy_echo.lua ;;
+        hyper) url=${HYPER_URL[$sdk]}; script=legacy_echo.lua ;;
         rounds) url=${PROXY_URL[$sdk/${PROXY_LABELS[0]}]}; script=front_input_round.lua ;;
         *) url=${PROXY_URL[$sdk/$variant]}; script=front_echo.lua ;;
     esac
@@ -211,6 +225,7 @@ measure() {
     local sdk=$1 variant=$2 connections=$3 rep=$4 front_pids=() t0 t1
     case $variant in
         nginx) read -ra front_pids <<<"${NGINX_PIDS[$sdk]}" ;;
+        hyper) front_pids=("${HYPER_PID[$sdk]}") ;;
         rounds) front_pids=("${PROXY_PID[$sdk/${PROXY_LABELS[0]}]}") ;;
         direct) ;;
         *) front_pids=("${PROXY_PID[$sdk/$variant]}") ;;
@@ -256,6 +271,7 @@ EOF
 
 # ----- interleaved runs -------------------------------------------------------------------------
 VARIANTS=(direct nginx "${PROXY_LABELS[@]}")
+[ "$HYPER" = 1 ] && VARIANTS=(direct nginx hyper "${PROXY_LABELS[@]}")
 for rep in $(seq "$REPS"); do
     for connections in $CONNECTIONS; do
         for sdk in $SDKS; do
@@ -283,9 +299,13 @@ fi
 # ----- syscalls per call: short runs under strace -c -f ---------------------------------------
 if [ "$STRACE" = 1 ]; then
     for sdk in $SDKS; do
-        for variant in nginx "${PROXY_LABELS[@]}"; do
+        for variant in "${VARIANTS[@]:1}"; do
             section "strace -c -f, $variant, 16 connections, $sdk"
-            if [ "$variant" = nginx ]; then read -ra pids <<<"${NGINX_PIDS[$sdk]}"; else pids=("${PROXY_PID[$sdk/$variant]}"); fi
+            case $variant in
+                nginx) read -ra pids <<<"${NGINX_PIDS[$sdk]}" ;;
+                hyper) pids=("${HYPER_PID[$sdk]}") ;;
+                *) pids=("${PROXY_PID[$sdk/$variant]}") ;;
+            esac
             attach=()
             for pid in "${pids[@]}"; do
                 for task in /proc/"$pid"/task/*; do attach+=(-p "${task##*/}"); done

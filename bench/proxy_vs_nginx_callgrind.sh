@@ -12,7 +12,9 @@
 #   PROXY_BIN  proxy builds to count, each beside the others and nginx (default
 #              target/release/mcp-mrtr-proxy; not built here)
 # Environment: CONNECTIONS (16), DURATION (8: seconds; under valgrind a front runs ~50x slower),
-#   WARMUP (3), FRONTS ("nginx proxy"), OUT (bench/work/nginx-callgrind).
+#   WARMUP (3), FRONTS ("nginx hyper proxy"; hyper: the plainest tokio + hyper reverse proxy,
+#   proxy/examples/hyper_reverse_proxy.rs, HYPER_BIN, default
+#   target/release/examples/hyper_reverse_proxy, not built here), OUT (bench/work/nginx-callgrind).
 # Needs root (`unshare -n`: a private loopback whose routes ACK at once, as NET=quickack of
 # bench/proxy_vs_nginx.sh), valgrind, nginx, wrk, node (target/sdk-servers-node installed).
 set -euo pipefail
@@ -24,8 +26,9 @@ LOGS=$OUT/logs
 CONNECTIONS=${CONNECTIONS:-16}
 DURATION=${DURATION:-8}
 WARMUP=${WARMUP:-3}
-FRONTS=${FRONTS:-"nginx proxy"}
+FRONTS=${FRONTS:-"nginx hyper proxy"}
 TARGET=${CARGO_TARGET_DIR:-target}
+HYPER_BIN=${HYPER_BIN:-$TARGET/release/examples/hyper_reverse_proxy}
 LEGACY_VERSION=2025-06-18
 [ $# -gt 0 ] || set -- "$TARGET/release/mcp-mrtr-proxy"
 
@@ -114,6 +117,13 @@ for front in $FRONTS; do
             count "$pid" "http://127.0.0.1:$port/mcp" legacy_echo.lua nginx
             kill -TERM "$pid"
             ;;
+        hyper)
+            start_listening hyper valgrind --tool=callgrind \
+                --callgrind-out-file="$OUT/callgrind.hyper.%p" "$HYPER_BIN" "$UPSTREAM"
+            pid=$STARTED_PID
+            count "$pid" "$STARTED_URL" legacy_echo.lua hyper
+            kill -TERM "$pid"
+            ;;
         proxy)
             i=0
             for bin in "$@"; do
@@ -133,6 +143,6 @@ for front in $FRONTS; do
                 kill -TERM "$pid"
             done
             ;;
-        *) echo "error: unknown front $front (nginx, proxy)" >&2; exit 2 ;;
+        *) echo "error: unknown front $front (nginx, hyper, proxy)" >&2; exit 2 ;;
     esac
 done

@@ -1,12 +1,13 @@
 """The tables of bench/proxy_vs_nginx.sh from its raw.jsonl (one JSON line per run).
 
 Usage: python3 bench/proxy_vs_nginx_report.py RAW.jsonl RESULTS.md PROXY_LABEL "CONDITIONS"
-(PROXY_LABEL: the proxy variant the pause/resume runs used; every variant other than direct and
-nginx is a proxy build.)
+(PROXY_LABEL: the proxy variant the pause/resume runs used; `hyper` is the plainest tokio + hyper
+reverse proxy, proxy/examples/hyper_reverse_proxy.rs; every other variant but direct and nginx is
+a proxy build.)
 
 Per legacy server and connection count: the best of the repetitions of each variant (highest
 calls/s; lowest CPU per call, each taken over the repetitions on its own), then the proxy's
-ratios to nginx. A run with a bad answer or a socket error is reported and left out.
+ratios to nginx (and to `hyper`, the floor of the proxy's stack, when it ran). A run with a bad answer or a socket error is reported and left out.
 """
 
 import json
@@ -87,8 +88,8 @@ def main():
         "server):",
         "",
         "| legacy server | conns | proxy | calls/s proxy ÷ nginx | front CPU/call proxy ÷ nginx "
-        "| calls/s nginx ÷ direct | calls/s proxy ÷ direct |",
-        "|---|---|---|---|---|---|---|",
+        "| calls/s nginx ÷ direct | calls/s proxy ÷ direct | front CPU/call proxy ÷ hyper |",
+        "|---|---|---|---|---|---|---|---|",
     ]
 
     def ratio(a, b):
@@ -102,9 +103,10 @@ def main():
                 p = best(sdk, c, proxy, "calls_per_s", max)
                 nc = best(sdk, c, "nginx", "front_cpu_us", min)
                 pc = best(sdk, c, proxy, "front_cpu_us", min)
+                hc = best(sdk, c, "hyper", "front_cpu_us", min) if proxy != "hyper" else None
                 lines.append(
                     f"| {sdk} | {c} | {proxy} | **{ratio(p, n)}** | **{ratio(pc, nc)}** "
-                    f"| {ratio(n, d)} | {ratio(p, d)} |"
+                    f"| {ratio(n, d)} | {ratio(p, d)} | {ratio(pc, hc)} |"
                 )
     rounds = [r for r in good if r["rep"] == 0]
     if rounds:
