@@ -50,7 +50,26 @@ impl Lease {
         method: &str,
         params: impl Into<crate::params::OutParams>,
     ) -> Result<PendingCall, BackendError> {
-        let params = params.into();
+        self.send(method, params.into(), false).await
+    }
+
+    /// Like [`Lease::request`], with the call's transport left to the caller where the lane has
+    /// one per call (an HTTP POST): poll [`PendingCall::driver`] with the response, or detach it
+    /// (dropping it detaches it too).
+    pub async fn request_driven(
+        &mut self,
+        method: &str,
+        params: impl Into<crate::params::OutParams>,
+    ) -> Result<PendingCall, BackendError> {
+        self.send(method, params.into(), true).await
+    }
+
+    async fn send(
+        &mut self,
+        method: &str,
+        params: crate::params::OutParams,
+        driven: bool,
+    ) -> Result<PendingCall, BackendError> {
         let tag = match &self.mode {
             LeaseMode::Exclusive => CallTag::Leased,
             LeaseMode::Shared { events, kind, .. } => CallTag::Routed {
@@ -58,7 +77,10 @@ impl Lease {
                 kind: Arc::clone(kind),
             },
         };
-        let call = self.lane.request_tagged(method, params, tag).await?;
+        let call = self
+            .lane
+            .request_tagged(method, params, tag, driven)
+            .await?;
         if let (LeaseMode::Shared { calls, .. }, Some(id)) =
             (&mut self.mode, call.legacy_id.as_u64())
         {

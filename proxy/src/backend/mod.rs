@@ -43,6 +43,8 @@ pub mod child_guard;
 pub use self::attribution::CallSessions;
 
 pub mod attribution;
+mod call_driver;
+pub use call_driver::CallDriver;
 pub(crate) mod call_http;
 pub mod http;
 pub(crate) mod http_client;
@@ -305,6 +307,9 @@ pub struct PendingCall {
     pub legacy_id: Value,
     /// The legacy response; `Err(BackendError::Crashed)` if the lane died first.
     pub response: oneshot::Receiver<Result<Result<Reply, ErrorObject>, BackendError>>,
+    /// The call's transport when its caller asked to run it ([`Lease::request_driven`]): to be
+    /// polled with the response, or detached. Idle otherwise (the lane runs it).
+    pub driver: CallDriver,
 }
 
 /// The protocol version lanes ask for in `initialize` (the newest legacy revision).
@@ -438,19 +443,22 @@ impl Lane {
         method: &str,
         params: impl Into<crate::params::OutParams>,
     ) -> Result<PendingCall, BackendError> {
-        self.request_tagged(method, params.into(), CallTag::None)
+        self.request_tagged(method, params.into(), CallTag::None, false)
             .await
     }
 
+    /// `driven`: the caller runs the call's transport ([`PendingCall::driver`]) where the lane
+    /// has one of its own per call (HTTP); elsewhere the lane runs it either way.
     async fn request_tagged(
         &self,
         method: &str,
         params: crate::params::OutParams,
         tag: CallTag,
+        driven: bool,
     ) -> Result<PendingCall, BackendError> {
         let (call, _) = match &self.inner {
             LaneInner::Stdio(lane) => lane.send_request(method, params, None).await?,
-            LaneInner::Http(lane) => lane.send_request(method, params, None, tag).await?,
+            LaneInner::Http(lane) => lane.send_request(method, params, None, tag, driven).await?,
             LaneInner::Sse(lane) => lane.send_request(method, params, None).await?,
         };
         Ok(call)
@@ -478,7 +486,7 @@ impl Lane {
                     .await?
             }
             LaneInner::Http(lane) => {
-                lane.send_request(method, params.into(), Some(token), CallTag::None)
+                lane.send_request(method, params.into(), Some(token), CallTag::None, false)
                     .await?
             }
             LaneInner::Sse(lane) => {

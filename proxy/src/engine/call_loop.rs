@@ -225,7 +225,7 @@ impl Engine {
             Value::Null
         };
         let legacy_request = request.params.legacy(token.as_str());
-        let call = match lease.request(&request.method, legacy_request).await {
+        let call = match lease.request_driven(&request.method, legacy_request).await {
             Ok(call) => call,
             Err(error) => return Some(Err(backend_failure(error))),
         };
@@ -306,7 +306,7 @@ impl Engine {
                     // Every URL elicitation of the -32042 round was accepted: call again (T9).
                     let sent = live
                         .lease
-                        .request(
+                        .request_driven(
                             &live.method,
                             request.params.legacy(live.progress_token.as_str()),
                         )
@@ -388,7 +388,11 @@ impl Engine {
                 self.pauses.finish(live);
                 Some(outcome)
             }
-            Step::Pause => Some(self.pauses.park(live, request).await.map(Reply::Tree)),
+            Step::Pause => {
+                // The paused call's POST reads on while the client is away.
+                live.call.driver.detach();
+                Some(self.pauses.park(live, request).await.map(Reply::Tree))
+            }
             Step::Fail(error) => {
                 self.pauses.abandon(live, "the client request ended").await;
                 error.map(Err)
@@ -413,8 +417,13 @@ impl Engine {
             tokio::select! {
                 biased;
                 () = sink.closed() => return Step::Fail(None),
+                // The call's POST, polled here while the call is a plain request and answer
+                // (backend/call_driver.rs); it usually ends in the poll that delivers the answer.
+                () = live.call.driver.run(), if live.call.driver.is_running() => {}
                 response = &mut live.call.response, if !live.answered => {
                     live.answered = true;
+                    // Late notifications may still come on the POST's stream.
+                    live.call.driver.detach();
                     self.settle(live, request, sink).await;
                     // A call that was paused and whose legacy side is gone is a lost pause,
                     // whether the retry noticed the dead backend before or after delivering.
@@ -451,6 +460,9 @@ impl Engine {
                     let Some(event) = event else {
                         return Step::Fail(Some(internal("the legacy session ended mid-call")));
                     };
+                    // The legacy server talks mid-call: its POST reads on in a task of its own
+                    // while this one answers, however long that takes.
+                    live.call.driver.detach();
                     silent_until = tokio::time::Instant::now() + call_timeout;
                     if let Some(error) = self.on_event(live, request, sink, event).await {
                         return Step::Fail(Some(error));

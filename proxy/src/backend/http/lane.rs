@@ -21,7 +21,7 @@ use super::{
 use crate::backend::call_http::CallConnections;
 use crate::backend::http_client::{LaneConnections, Upstream};
 use crate::backend::lane_core::{CallTag, LaneCore, Outbound};
-use crate::backend::{lock, BackendError, Initialized, PendingCall};
+use crate::backend::{lock, BackendError, CallDriver, Initialized, PendingCall};
 use crate::credentials::CurrentCredentials;
 use crate::jsonrpc::{ErrorObject, Message};
 
@@ -157,9 +157,10 @@ impl HttpLane {
         params: crate::params::OutParams,
         progress_token: Option<Value>,
         tag: CallTag,
+        driven: bool,
     ) -> Result<(PendingCall, Option<mpsc::Receiver<Value>>), BackendError> {
         let session = self.shared.session();
-        let (message, call, progress) = self.shared.core.start_tagged_request(
+        let (message, mut call, progress) = self.shared.core.start_tagged_request(
             method,
             params,
             session.epoch,
@@ -168,10 +169,13 @@ impl HttpLane {
         )?;
         let shared = Arc::clone(&self.shared);
         let id = call.legacy_id.clone();
-        tokio::spawn(
-            async move { shared.run_request(id, message, session).await }
-                .instrument(self.shared.core.span.clone()),
-        );
+        let post = async move { shared.run_request(id, message, session).await }
+            .instrument(self.shared.core.span.clone());
+        if driven {
+            call.driver = CallDriver::new(post);
+        } else {
+            tokio::spawn(post);
+        }
         Ok((call, progress))
     }
 

@@ -180,6 +180,7 @@ impl LaneCore {
             PendingCall {
                 legacy_id: Value::from(id),
                 response,
+                driver: crate::backend::CallDriver::default(),
             },
             receiver,
         ))

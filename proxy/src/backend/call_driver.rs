@@ -1,0 +1,125 @@
+//! The part of a call's transport that can run on its caller's task: an HTTP lane's POST (the
+//! request written, its response read through the lane's router).
+//!
+//! A call's POST must outlive the front request that started it when the call pauses (the
+//! legacy server's answer comes on that POST's stream while the client is away) or when the
+//! client goes away, so lanes used to give every POST a task of its own. That task, its spawn
+//! and its wake-ups were a third of the tasks of a pass-through call (bench/proxy-vs-nginx.md).
+//! A [`CallDriver`] lets the engine poll the POST in its own task while the call is a plain
+//! request and answer, and hands it to a task of its own otherwise: [`CallDriver::detach`] when
+//! the call pauses, hears from its legacy server mid-call or waits for late notifications, and
+//! on drop when it is still unfinished, so the legacy side never sees its request cut off.
+
+use std::future::Future;
+use std::pin::Pin;
+
+type Transport = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// A call's transport, polled by its caller until it finishes or is detached.
+#[derive(Default)]
+pub struct CallDriver(Option<Transport>);
+
+impl CallDriver {
+    pub(crate) fn new(transport: impl Future<Output = ()> + Send + 'static) -> Self {
+        CallDriver(Some(Box::pin(transport)))
+    }
+
+    /// Whether the transport is still to be polled here (not finished, not detached).
+    pub fn is_running(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Polls the transport until it finishes. Pending forever when it is not running here:
+    /// select on it only while [`Self::is_running`].
+    pub async fn run(&mut self) {
+        match self.0.as_mut() {
+            Some(transport) => {
+                transport.await;
+                self.0 = None;
+            }
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Hands the unfinished transport to a task of its own (nothing when it finished, or outside
+    /// a runtime, at exit).
+    pub fn detach(&mut self) {
+        if let Some(transport) = self.0.take() {
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(transport);
+            }
+        }
+    }
+}
+
+impl Drop for CallDriver {
+    fn drop(&mut self) {
+        self.detach();
+    }
+}
+
+impl std::fmt::Debug for CallDriver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("CallDriver")
+            .field(&if self.is_running() { "running" } else { "idle" })
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CallDriver;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn run_polls_the_transport_to_its_end() {
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = done.clone();
+        let mut driver = CallDriver::new(async move {
+            tokio::task::yield_now().await;
+            flag.store(true, Ordering::SeqCst);
+        });
+        assert!(driver.is_running());
+        driver.run().await;
+        assert!(done.load(Ordering::SeqCst));
+        assert!(!driver.is_running());
+    }
+
+    #[tokio::test]
+    async fn an_unfinished_transport_runs_on_after_its_driver_is_dropped() {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let (go_tx, go_rx) = tokio::sync::oneshot::channel::<()>();
+        let mut driver = CallDriver::new(async move {
+            let _ = go_rx.await;
+            let _ = tx.send("finished");
+        });
+        // Polled once here, then dropped while it waits.
+        tokio::select! {
+            () = driver.run() => unreachable!("the transport waits for `go`"),
+            () = tokio::time::sleep(Duration::from_millis(10)) => {}
+        }
+        drop(driver);
+        go_tx.send(()).unwrap();
+        let outcome = tokio::time::timeout(Duration::from_secs(5), rx).await;
+        assert_eq!(outcome.unwrap().unwrap(), "finished");
+    }
+
+    #[tokio::test]
+    async fn a_detached_transport_is_no_longer_polled_here() {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let mut driver = CallDriver::new(async move {
+            let _ = tx.send(());
+        });
+        driver.detach();
+        assert!(!driver.is_running());
+        tokio::time::timeout(Duration::from_secs(5), rx)
+            .await
+            .unwrap()
+            .unwrap();
+        // `run` on a detached driver stays pending.
+        let polled = tokio::time::timeout(Duration::from_millis(10), driver.run()).await;
+        assert!(polled.is_err());
+    }
+}
