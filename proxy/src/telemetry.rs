@@ -90,24 +90,23 @@ pub fn init(settings: &TelemetrySettings) -> anyhow::Result<TelemetryGuard> {
             .filter(|value| tracing_subscriber::EnvFilter::try_new(value).is_ok())
             .unwrap_or_else(|| "info".to_owned()),
     };
-    // Per-layer filters: the log and the exporter may want different spans.
     let log_filter = tracing_subscriber::EnvFilter::new(&directives);
-    let format: BoxedLayer = match settings.log_format {
-        LogFormat::Text => tracing_subscriber::fmt::layer()
-            .with_writer(std::io::stderr)
-            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .with_filter(log_filter)
-            .boxed(),
-        LogFormat::Json => tracing_subscriber::fmt::layer()
-            .json()
-            .with_current_span(true)
-            .with_span_list(true)
-            .with_writer(std::io::stderr)
-            .with_filter(log_filter)
-            .boxed(),
-    };
+    if settings.otlp_endpoint.is_none() {
+        // The log alone: its filter is the subscriber's. A per-layer filter would cost more each
+        // time a span is entered or left (a lane's span, on every poll of a call's POST:
+        // bench/proxy-vs-nginx.md) and filter nothing more.
+        return tracing_subscriber::registry()
+            .with(log_filter)
+            .with(formatter(settings.log_format))
+            .try_init()
+            .map(|()| TelemetryGuard::default())
+            .map_err(|error| anyhow::anyhow!("could not install the log subscriber: {error}"));
+    }
+    // Per-layer filters: the log and the exporter may want different spans.
     #[allow(unused_mut)]
-    let mut layers = vec![format];
+    let mut layers: Vec<BoxedLayer> = vec![formatter(settings.log_format)
+        .with_filter(log_filter)
+        .boxed()];
     #[allow(unused_mut)]
     let mut guard = TelemetryGuard::default();
     if let Some(endpoint) = &settings.otlp_endpoint {
@@ -131,6 +130,25 @@ pub fn init(settings: &TelemetrySettings) -> anyhow::Result<TelemetryGuard> {
         .try_init()
         .map_err(|error| anyhow::anyhow!("could not install the log subscriber: {error}"))?;
     Ok(guard)
+}
+
+/// The log's formatter on stderr, unfiltered.
+fn formatter<S>(format: LogFormat) -> Box<dyn tracing_subscriber::Layer<S> + Send + Sync>
+where
+    S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
+{
+    match format {
+        LogFormat::Text => tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .boxed(),
+        LogFormat::Json => tracing_subscriber::fmt::layer()
+            .json()
+            .with_current_span(true)
+            .with_span_list(true)
+            .with_writer(std::io::stderr)
+            .boxed(),
+    }
 }
 
 /// The traces URL for an `--otlp-endpoint` value: a base URL gets `/v1/traces` appended.
