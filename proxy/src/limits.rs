@@ -258,22 +258,23 @@ pub fn input_request_too_large(bytes: usize, max: usize) -> Option<ErrorObject> 
 /// Whether `host` (a `Host` header value, `name[:port]`) is a loopback name.
 fn is_loopback_host(host: &str) -> bool {
     let name = host_name(host);
-    if matches!(name.as_str(), "localhost" | "[::1]") {
+    if name.eq_ignore_ascii_case("localhost") || name.eq_ignore_ascii_case("[::1]") {
         return true;
     }
     name.parse::<std::net::Ipv4Addr>()
         .is_ok_and(|address| address.is_loopback())
 }
 
-/// The lowercase host name of a `Host` value, brackets kept for IPv6, port dropped.
-fn host_name(host: &str) -> String {
+/// The host name of a `Host` value, brackets kept for IPv6, port dropped (compare it ignoring
+/// ASCII case).
+fn host_name(host: &str) -> &str {
     let host = host.trim();
     let name = if host.starts_with('[') {
         host.find(']').map_or(host, |end| &host[..=end])
     } else {
         host.rsplit_once(':').map_or(host, |(name, _)| name)
     };
-    name.trim_end_matches('.').to_ascii_lowercase()
+    name.trim_end_matches('.')
 }
 
 /// DNS-rebinding protection by `Host`: when the front listens on a loopback address, only
@@ -282,9 +283,10 @@ fn host_name(host: &str) -> String {
 /// accepted unless `allowed` is not empty. `None` (no `Host`) is accepted: HTTP/1.0.
 pub fn host_allowed(host: Option<&str>, listen: SocketAddr, allowed: &[String]) -> bool {
     let Some(host) = host else { return true };
+    let name = host_name(host);
     if allowed
         .iter()
-        .any(|entry| entry == "*" || entry.eq_ignore_ascii_case(&host_name(host)))
+        .any(|entry| entry == "*" || entry.eq_ignore_ascii_case(name))
     {
         return true;
     }

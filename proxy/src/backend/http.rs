@@ -83,14 +83,17 @@ struct StreamEnd {
     clean: bool,
 }
 
+/// A lane's legacy session, as its requests name it. The header values are built once per
+/// session, not per request (cloning one is a reference count).
 #[derive(Debug, Clone)]
 struct Session {
-    id: Option<String>,
+    /// The `Mcp-Session-Id` the server gave (one that is not visible ASCII is not kept).
+    id: Option<HeaderValue>,
     /// Bumped at every re-initialization.
     epoch: u64,
-    /// The negotiated protocol version (decides the `MCP-Protocol-Version` header); `None`
-    /// until `initialize` was answered.
-    version: Option<String>,
+    /// The `MCP-Protocol-Version` header: the negotiated revision, when that revision defines
+    /// the header (2025-06-18 and later); `None` until `initialize` was answered.
+    version: Option<HeaderValue>,
 }
 
 struct HttpShared {
@@ -130,12 +133,13 @@ impl HttpShared {
     }
 }
 
-/// Whether a revision defines the `MCP-Protocol-Version` header.
-fn version_header(session: &Session) -> Option<&str> {
-    session
-        .version
-        .as_deref()
-        .filter(|version| *version >= "2025-06-18")
+/// The `MCP-Protocol-Version` header a session's requests carry for the negotiated `version`:
+/// none before 2025-06-18, which defined it.
+fn version_header(version: &str) -> Option<HeaderValue> {
+    if version < "2025-06-18" {
+        return None;
+    }
+    HeaderValue::from_str(version).ok()
 }
 
 /// `401`/`403`: the legacy server refused the credentials; its `WWW-Authenticate` challenge

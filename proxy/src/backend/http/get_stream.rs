@@ -11,8 +11,7 @@ use http::{Method, Request, StatusCode};
 use http_body_util::Full;
 
 use super::{
-    version_header, HttpShared, Session, DEFAULT_RETRY, LAST_EVENT_ID, MAX_RETRY, SESSION_HEADER,
-    VERSION_HEADER,
+    HttpShared, Session, DEFAULT_RETRY, LAST_EVENT_ID, MAX_RETRY, SESSION_HEADER, VERSION_HEADER,
 };
 use crate::backend::sse::SseParser;
 
@@ -30,10 +29,10 @@ impl HttpShared {
             .header(HOST, self.host.clone())
             .header(ACCEPT, "text/event-stream");
         if let Some(id) = &session.id {
-            request = request.header(SESSION_HEADER, id.as_str());
+            request = request.header(SESSION_HEADER, id.clone());
         }
-        if let Some(version) = version_header(session) {
-            request = request.header(VERSION_HEADER, version);
+        if let Some(version) = &session.version {
+            request = request.header(VERSION_HEADER, version.clone());
         }
         if let Some(last) = last_event_id {
             request = request.header(LAST_EVENT_ID, last);

@@ -15,8 +15,8 @@ use tokio::sync::mpsc;
 use tracing::Instrument as _;
 
 use super::{
-    version_header, HttpShared, Session, CONNECT_TIMEOUT, DELETE_TIMEOUT, IDLE_TIMEOUT,
-    SESSION_HEADER, VERSION_HEADER,
+    HttpShared, Session, CONNECT_TIMEOUT, DELETE_TIMEOUT, IDLE_TIMEOUT, SESSION_HEADER,
+    VERSION_HEADER,
 };
 use crate::backend::call_http::CallConnections;
 use crate::backend::http_client::{LaneConnections, Upstream};
@@ -148,7 +148,11 @@ impl HttpLane {
 
     /// The current `Mcp-Session-Id` (changes when the lane re-initializes after a 404).
     pub fn session_id(&self) -> Option<String> {
-        lock(&self.shared.session).id.clone()
+        lock(&self.shared.session)
+            .id
+            .as_ref()
+            .and_then(|id| id.to_str().ok())
+            .map(str::to_owned)
     }
 
     pub(crate) async fn send_request(
@@ -219,9 +223,9 @@ impl HttpLane {
                 .method(Method::DELETE)
                 .uri(self.shared.path.clone())
                 .header(HOST, self.shared.host.clone())
-                .header(SESSION_HEADER, id.as_str());
-            if let Some(version) = version_header(&session) {
-                request = request.header(VERSION_HEADER, version);
+                .header(SESSION_HEADER, id.clone());
+            if let Some(version) = &session.version {
+                request = request.header(VERSION_HEADER, version.clone());
             }
             if let Ok(request) = request.body(Full::new(Bytes::new())) {
                 match tokio::time::timeout(DELETE_TIMEOUT, self.shared.client.request(request))

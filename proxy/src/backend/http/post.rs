@@ -12,8 +12,8 @@ use serde_json::Value;
 use tracing::Instrument as _;
 
 use super::{
-    unauthorized, version_header, HttpShared, Session, StreamEnd, MAX_IDLE_RESUMES, MAX_RETRY,
-    SESSION_HEADER, VERSION_HEADER,
+    unauthorized, HttpShared, Session, StreamEnd, MAX_IDLE_RESUMES, MAX_RETRY, SESSION_HEADER,
+    VERSION_HEADER,
 };
 use crate::backend::BackendError;
 use crate::jsonrpc::Message;
@@ -38,14 +38,11 @@ impl HttpShared {
             HeaderValue::from_static("application/json, text/event-stream"),
         );
         headers.append(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let bad = |error: http::header::InvalidHeaderValue| {
-            BackendError::Protocol(format!("cannot build the request: {error}"))
-        };
         if let Some(id) = &session.id {
-            headers.append(SESSION_HEADER, HeaderValue::from_str(id).map_err(bad)?);
+            headers.append(SESSION_HEADER, id.clone());
         }
-        if let Some(version) = version_header(session) {
-            headers.append(VERSION_HEADER, HeaderValue::from_str(version).map_err(bad)?);
+        if let Some(version) = &session.version {
+            headers.append(VERSION_HEADER, version.clone());
         }
         Ok(request)
     }

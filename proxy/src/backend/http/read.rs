@@ -12,10 +12,11 @@ use super::{HttpShared, StreamEnd, DEFAULT_RETRY, MAX_JSON_BODY};
 use crate::backend::sse::SseParser;
 
 fn is_event_stream(content_type: &str) -> bool {
+    const EVENT_STREAM: &str = "text/event-stream";
     content_type
         .trim_start()
-        .to_ascii_lowercase()
-        .starts_with("text/event-stream")
+        .get(..EVENT_STREAM.len())
+        .is_some_and(|start| start.eq_ignore_ascii_case(EVENT_STREAM))
 }
 
 impl HttpShared {

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::StatusCode;
+use http::{HeaderValue, StatusCode};
 use tracing::Instrument as _;
 
 use super::{unauthorized, HttpShared, Session, GET_STREAM_WAIT, SESSION_HEADER};
@@ -59,8 +59,9 @@ impl HttpShared {
             let session_id = response
                 .headers()
                 .get(SESSION_HEADER)
-                .and_then(|value| value.to_str().ok())
-                .map(str::to_owned);
+                .filter(|value| value.to_str().is_ok())
+                // A copy: the value must not hold on to the response's read buffer.
+                .and_then(|value| HeaderValue::from_bytes(value.as_bytes()).ok());
             // Read the body in the background: the response may follow server messages.
             let shared = Arc::clone(self);
             let id = call.legacy_id.clone();
@@ -84,7 +85,7 @@ impl HttpShared {
         let session = Session {
             id: session_id,
             epoch,
-            version: Some(initialized.protocol_version.clone()),
+            version: super::version_header(&initialized.protocol_version),
         };
         *lock(&self.session) = session.clone();
         let notification = Message::Notification {
