@@ -5,7 +5,8 @@ use rustc_hash::FxHashSet as HashSet;
 
 use ra_ap_rustc_lexer::TokenKind;
 
-use super::{blank_range, Blanking, Token, Tokens};
+use super::blank::{blank_range, Blanking};
+use super::split::{Token, Tokens};
 use crate::rust::analyzer::{PEER_TYPES, STATE_MAKING_WORDS};
 use crate::rust::shapes::is_sealing_name;
 

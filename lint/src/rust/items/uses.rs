@@ -8,7 +8,8 @@ use rustc_hash::FxHashSet as HashSet;
 
 use ra_ap_rustc_lexer::TokenKind;
 
-use super::{blank_range, Blanking, Tokens};
+use super::blank::{blank_range, Blanking};
+use super::split::Tokens;
 
 /// Blanks the `use` items of `blanking.uses` that bring no name in `needed` into scope.
 pub(super) fn prune_uses(tokens: &Tokens<'_>, blanking: &mut Blanking, needed: &HashSet<&str>) {
