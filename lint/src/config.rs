@@ -296,9 +296,21 @@ pub struct Config {
     /// The working directory, taken once: relative paths are made absolute against it without a
     /// `getcwd` per file.
     cwd: PathBuf,
-    /// The directories of a run's files whose path (or an ancestor's) an exclude matches, decided
-    /// once per directory ([`Config::decide_directories`]), sorted by their absolute path.
-    directories: Vec<(PathBuf, bool)>,
+    /// The directories of a run's files, with their excludes decided once
+    /// ([`Config::decide_directories`]), sorted by the path as the run's files spell it.
+    directories: Vec<Directory>,
+}
+
+/// A directory of a run's files: where it is, and whether an exclude matches it or one of its
+/// ancestors (relative to a base).
+#[derive(Debug)]
+struct Directory {
+    /// The directory as the run's paths spell it (`Path::parent` of a file's path).
+    given: PathBuf,
+    absolute: PathBuf,
+    /// The directory relative to each exclude base it is in.
+    relative: Vec<PathBuf>,
+    excluded: bool,
 }
 
 impl Config {
@@ -336,23 +348,32 @@ impl Config {
     }
 
     /// Decides the excludes of the directories of `files` once, for [`Config::is_excluded`]: a
-    /// file's path is matched with the whole set (absolute and relative to each base), its
-    /// directory's and each ancestor's only once per directory of the run. On the MCP-heavy corpus
-    /// the ancestors made seven matches per file.
+    /// file's own path is still matched with the whole set (absolute and relative to each base),
+    /// its directory's and each ancestor's once per directory of the run, and the file's absolute
+    /// and relative paths are its directory's joined with its name. On the MCP-heavy corpus the
+    /// ancestors made seven matches per file, and making each path absolute as much again.
     pub fn decide_directories<'p>(&mut self, files: impl Iterator<Item = &'p Path>) {
         let Some(set) = &self.excludes else {
             return;
         };
-        let mut directories: Vec<PathBuf> = files
-            .filter_map(|file| absolute(&self.cwd, file).parent().map(Path::to_path_buf))
-            .collect();
-        directories.sort_unstable_by(|a, b| a.as_os_str().cmp(b.as_os_str()));
-        directories.dedup();
-        self.directories = directories
+        let mut given: Vec<&Path> = files.filter_map(Path::parent).collect();
+        given.sort_unstable_by(|a, b| a.as_os_str().cmp(b.as_os_str()));
+        given.dedup();
+        self.directories = given
             .into_par_iter()
-            .map(|directory| {
-                let excluded = self.directory_matches(set, &directory);
-                (directory, excluded)
+            .map(|given| {
+                let absolute = absolute_dir(&self.cwd, given);
+                let relative = self
+                    .exclude_bases
+                    .iter()
+                    .filter_map(|base| absolute.strip_prefix(base).ok().map(Path::to_path_buf))
+                    .collect();
+                Directory {
+                    given: given.to_path_buf(),
+                    excluded: self.directory_matches(set, &absolute),
+                    absolute,
+                    relative,
+                }
             })
             .collect();
     }
@@ -363,23 +384,30 @@ impl Config {
         let Some(set) = &self.excludes else {
             return false;
         };
+        if let (Some(parent), Some(name)) = (path.parent(), path.file_name()) {
+            let known = self
+                .directories
+                .binary_search_by(|directory| directory.given.as_os_str().cmp(parent.as_os_str()));
+            if let Ok(found) = known {
+                let directory = &self.directories[found];
+                return directory.excluded
+                    || set.is_match(directory.absolute.join(name))
+                    || directory
+                        .relative
+                        .iter()
+                        .any(|relative| set.is_match(relative.join(name)));
+            }
+        }
         let absolute = absolute(&self.cwd, path);
-        let file_matches = set.is_match(&absolute)
+        set.is_match(&absolute)
             || self.exclude_bases.iter().any(|base| {
                 absolute.strip_prefix(base).is_ok_and(|relative| {
                     !relative.as_os_str().is_empty() && set.is_match(relative)
                 })
-            });
-        file_matches
-            || absolute.parent().is_some_and(|directory| {
-                match self
-                    .directories
-                    .binary_search_by(|(known, _)| known.as_os_str().cmp(directory.as_os_str()))
-                {
-                    Ok(found) => self.directories[found].1,
-                    Err(_) => self.directory_matches(set, directory),
-                }
             })
+            || absolute
+                .parent()
+                .is_some_and(|directory| self.directory_matches(set, directory))
     }
 
     /// Whether an exclude matches `directory` or one of its ancestors, relative to a base (the
