@@ -47,6 +47,8 @@ pub struct Scan {
     pub too_deep: Option<usize>,
     /// The file with the items that cannot match blanked out, when that blanks anything.
     pub masked: Option<String>,
+    /// The byte ranges blanked in it (see [`squeeze`]).
+    pub blanked: Vec<(usize, usize)>,
 }
 
 /// What [`scan`] blanks.
@@ -80,13 +82,14 @@ pub fn scan(text: &str, max_depth: usize, mask: Mask, states: bool) -> Scan {
         return Scan {
             too_deep: top.too_deep,
             masked: None,
+            blanked: Vec::new(),
         };
     }
     let mut blanking = Blanking::default();
     blank(&tokens, &top.items, &top.aliases, &mut blanking);
     let needed = prune_lets(&tokens, &mut blanking, states);
     prune_uses(&tokens, &mut blanking, &needed);
-    let mut masked = blanking.bytes;
+    let mut masked = blanking.blanked;
     for token in &tokens.list {
         let doc = matches!(
             token.kind,
@@ -104,7 +107,8 @@ pub fn scan(text: &str, max_depth: usize, mask: Mask, states: bool) -> Scan {
         too_deep: None,
         // Only ASCII bytes of whole items were replaced by ASCII spaces: still UTF-8, unless an
         // item boundary fell inside a multi-byte character, which the lexer never produces.
-        masked: masked.and_then(|bytes| String::from_utf8(bytes).ok()),
+        masked: masked.bytes.and_then(|bytes| String::from_utf8(bytes).ok()),
+        blanked: masked.ranges,
     }
 }
 

@@ -15,19 +15,32 @@ const ALWAYS_KEPT: &[&str] = &["struct", "static", "const", "extern"];
 /// item (a `fn` body, its closures and branches) are split into statements the same way.
 const CONTAINERS: &[&str] = &["impl", "mod", "trait"];
 
-/// What [`blank`] decides: the blanked copy of the file (made on the first blank), and the
-/// `let` statements of the kept blocks, decided last.
+/// What [`blank`] decides: the blanked copy of the file, and the `let` statements of the kept
+/// blocks, decided last.
 #[derive(Default)]
 pub(super) struct Blanking {
-    pub(super) bytes: Option<Vec<u8>>,
+    pub(super) blanked: Blanked,
     pub(super) lets: Vec<Let>,
     /// The `use` items without a trigger word: `(first, last)` tokens.
     pub(super) uses: Vec<(usize, usize)>,
 }
 
+/// The blanked copy of a file (made on the first blank), and the byte ranges blanked in it, in
+/// the order they were blanked (they may overlap): what [`super::squeeze`] reads.
+#[derive(Default)]
+pub(super) struct Blanked {
+    pub(super) bytes: Option<Vec<u8>>,
+    pub(super) ranges: Vec<(usize, usize)>,
+}
+
 /// Replaces `text[start..end]` with spaces, line breaks kept, in the (lazily made) copy.
-pub(super) fn blank_range(text: &str, start: usize, end: usize, masked: &mut Option<Vec<u8>>) {
-    let out = masked.get_or_insert_with(|| text.as_bytes().to_vec());
+pub(super) fn blank_range(text: &str, start: usize, end: usize, blanked: &mut Blanked) {
+    let out = blanked
+        .bytes
+        .get_or_insert_with(|| text.as_bytes().to_vec());
+    if start < end {
+        blanked.ranges.push((start, end));
+    }
     let mut from = start;
     while let Some(at) = memchr::memchr2(b'\n', b'\r', &out[from..end]) {
         out[from..from + at].fill(b' ');
@@ -91,7 +104,7 @@ pub(super) fn blank(
             // named like a secret (see `FieldCollector` in `analyzer/peers.rs` and
             // `visit_item_struct` in `analyzer/walk.rs`).
             if item.keyword == "struct" && !may_match() && !struct_may_matter(bytes) {
-                blank_range(text, item.start, item.end, &mut masked.bytes);
+                blank_range(text, item.start, item.end, &mut masked.blanked);
             }
             continue;
         }
@@ -122,7 +135,7 @@ pub(super) fn blank(
             // The same function as a method (`impl Hub { fn upstream(&self) -> Peer<..> }`):
             // the block is split like a kept one, so that the signature stays.
             if !(CONTAINERS.contains(&item.keyword) && may_return_a_peer(bytes)) {
-                blank_range(text, item.start, item.end, &mut masked.bytes);
+                blank_range(text, item.start, item.end, &mut masked.blanked);
                 continue;
             }
         } else if !CONTAINERS.contains(&item.keyword) {

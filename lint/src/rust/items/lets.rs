@@ -53,7 +53,7 @@ pub(super) fn prune_lets<'t>(
     }
     let mut needed: HashSet<&str> = HashSet::default();
     for (token, skipped) in tokens.list.iter().zip(&skipped) {
-        if !skipped && !blanked(blanking.bytes.as_deref(), token) {
+        if !skipped && !blanked(blanking.blanked.bytes.as_deref(), token) {
             needed.extend(tokens.name(token));
         }
     }
@@ -62,7 +62,7 @@ pub(super) fn prune_lets<'t>(
     }
     // Which `let`s may bind a peer or a state, whatever is needed: a fixpoint over their names.
     // What an initialiser spells by itself is decided once; only the names bound so far grow.
-    let mut bound = bound_elsewhere(tokens, &let_keyword, blanking.bytes.as_deref());
+    let mut bound = bound_elsewhere(tokens, &let_keyword, blanking.blanked.bytes.as_deref());
     let mut relevant: Vec<bool> = blanking
         .lets
         .iter()
@@ -101,7 +101,7 @@ pub(super) fn prune_lets<'t>(
             // A cut-down `let` reads nothing.
             if *relevant {
                 for token in &tokens.list[binding.first..=binding.last] {
-                    if !blanked(blanking.bytes.as_deref(), token) {
+                    if !blanked(blanking.blanked.bytes.as_deref(), token) {
                         needed.extend(tokens.name(token));
                     }
                 }
@@ -128,7 +128,7 @@ pub(super) fn prune_lets<'t>(
             needed.extend(pattern_names(tokens, binding));
             (tokens.list[rest].start, tokens.list[binding.last].start)
         };
-        blank_range(tokens.text, start, end, &mut blanking.bytes);
+        blank_range(tokens.text, start, end, &mut blanking.blanked);
     }
     needed
 }

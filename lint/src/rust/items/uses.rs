@@ -17,7 +17,7 @@ pub(super) fn prune_uses(tokens: &Tokens<'_>, blanking: &mut Blanking, needed: &
         if !brings_needed_name(tokens, first, last, needed) {
             let start = tokens.list[first].start;
             let end = tokens.list[last].end;
-            blank_range(tokens.text, start, end, &mut blanking.bytes);
+            blank_range(tokens.text, start, end, &mut blanking.blanked);
         }
     }
 }
