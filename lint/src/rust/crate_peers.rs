@@ -206,24 +206,21 @@ fn struct_spans(text: &str) -> impl Iterator<Item = std::ops::Range<usize>> + '_
         {
             return None;
         }
-        let open = start
-            + bytes[start..]
-                .iter()
-                .position(|&b| matches!(b, b'{' | b';' | b'('))?;
+        let open = start + memchr::memchr3(b'{', b';', b'(', &bytes[start..])?;
         if bytes[open] != b'{' {
             return None;
         }
+        // The braces only, by a SIMD search: a `struct` in a comment runs on to the next block,
+        // possibly a whole `impl` or `mod`.
         let mut depth = 0usize;
-        for (offset, &b) in bytes[open..].iter().enumerate() {
-            match b {
-                b'{' => depth += 1,
-                b'}' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        return Some(start..open + offset + 1);
-                    }
+        for offset in memchr::memchr2_iter(b'{', b'}', &bytes[open..]) {
+            if bytes[open + offset] == b'{' {
+                depth += 1;
+            } else {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(start..open + offset + 1);
                 }
-                _ => {}
             }
         }
         None
