@@ -139,6 +139,11 @@ impl Layer {
         if !file.text.contains("mcp-lint") {
             return Ok(None);
         }
+        // The table with its spans, in one parse when the text has it well-formed: the parse
+        // below (which reports what is wrong) then succeeds too, and finds the same table.
+        if let Some(settings) = settings_with_spans(&file, workspace) {
+            return Layer::from_settings(&file, settings, parent(path)).map(Some);
+        }
         let shape: ManifestShape =
             toml::from_str(&file.text).map_err(|error| toml_error(&file, &error))?;
         let holder = if workspace {
