@@ -129,7 +129,10 @@ pub fn declared(text: &str, context: &CrateContext) -> Declared {
     let uses = syn::File {
         shebang: None,
         attrs: Vec::new(),
-        items: parse_uses(text, &use_spans(text).collect::<Vec<_>>()),
+        items: use_spans(text)
+            .filter_map(|span| syn::parse_str::<syn::ItemUse>(&text[span]).ok())
+            .map(syn::Item::Use)
+            .collect(),
     };
     let uses = UseMap::build(&uses, context.sdk_names.iter().map(String::as_str));
     for item in structs {
@@ -142,35 +145,6 @@ pub fn declared(text: &str, context: &CrateContext) -> Declared {
         out.structs.push((item.ident.to_string(), peers));
     }
     out
-}
-
-/// The `use` items at `spans` of `text` that parse, in order. They are parsed together, one
-/// line each, as one file: each `syn::parse_str` has its own start-up cost, and on the MCP-heavy
-/// corpus one per `use` item was 3 % of a run's instructions. Each span holds one `;`, its last
-/// byte, so a file of as many items as spans is made of the spans' items, each parsed from its
-/// own span's tokens, as alone. Otherwise (a span that does not parse, or whose `;` is inside a
-/// comment) each is parsed alone.
-fn parse_uses(text: &str, spans: &[std::ops::Range<usize>]) -> Vec<syn::Item> {
-    let mut joined = String::with_capacity(spans.iter().map(|span| span.len() + 1).sum());
-    for span in spans {
-        joined.push_str(&text[span.clone()]);
-        joined.push('\n');
-    }
-    if let Ok(file) = syn::parse_file(&joined) {
-        if file.items.len() == spans.len()
-            && file
-                .items
-                .iter()
-                .all(|item| matches!(item, syn::Item::Use(_)))
-        {
-            return file.items;
-        }
-    }
-    spans
-        .iter()
-        .filter_map(|span| syn::parse_str::<syn::ItemUse>(&text[span.clone()]).ok())
-        .map(syn::Item::Use)
-        .collect()
 }
 
 /// Whether `source` names one of the peer types as a whole word.
@@ -360,12 +334,6 @@ mod tests {
         assert!(index.is_peer_field("Slot", "peer_slot"));
         assert!(!index.is_peer_field("Twice", "client"), "ambiguous");
         assert!(index.is_peer_field("Holder", "held"));
-        // A `use` item that does not parse (its `;` in a comment) leaves the others, as alone.
-        let broken = "use rmcp::{Peer, RoleServer};\n\
-                      use a::{b, /* ; */ c};\n\
-                      pub struct Held { pub held: Peer<RoleServer> }\n";
-        let index = CratePeers::of([declared(broken, &context())]).unwrap();
-        assert!(index.is_peer_field("Held", "held"));
         // Not an SDK crate, or no peer type spelt: nothing is parsed.
         assert!(declared(state, &CrateContext::default()).is_empty());
         assert!(declared("pub struct A { b: B }", &context()).is_empty());
