@@ -66,7 +66,7 @@ pub enum Mask {
 /// reads them. `states`: the file may check a request state (`super::checks_state`), so `let`s
 /// that may make one are kept.
 pub fn scan(text: &str, max_depth: usize, mask: Mask, states: bool) -> Scan {
-    let mut tokens = Tokens::new(text);
+    let mut tokens = Tokens::new(text, max_depth);
     let masks = match mask {
         Mask::Nothing => false,
         Mask::WithoutTrigger(triggers) => {

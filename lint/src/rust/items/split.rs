@@ -62,10 +62,17 @@ pub(super) struct Tokens<'t> {
     pub(super) list: Vec<Token>,
     /// Where the trigger words start, in order (one automaton pass over the whole file).
     pub(super) triggers: Vec<usize>,
+    /// For each opening delimiter, the index of the token that closes it (any closing delimiter
+    /// closes the innermost open one, as [`split`] counts depth); `usize::MAX` for the others
+    /// and for an unclosed one.
+    partner: Vec<usize>,
+    /// The offset of the first delimiter that opens a level deeper than the `max_depth` given to
+    /// [`Tokens::new`], if any.
+    too_deep: Option<usize>,
 }
 
 impl<'t> Tokens<'t> {
-    pub(super) fn new(text: &'t str) -> Self {
+    pub(super) fn new(text: &'t str, max_depth: usize) -> Self {
         let mut list = Vec::with_capacity(text.len() / 6);
         lexer::tokens(text, |kind, start, end| {
             let trivia = matches!(
@@ -81,10 +88,34 @@ impl<'t> Tokens<'t> {
                 list.push(Token { kind, start, end });
             }
         });
+        // One pass pairs the delimiters: every level of `split` then jumps over a group whose
+        // tokens it does not read (the body of an item, a call's arguments) instead of counting
+        // its depth token by token, and `closing` is a lookup.
+        let mut partner = vec![usize::MAX; list.len()];
+        let mut open = Vec::new();
+        let mut too_deep = None;
+        for (index, token) in list.iter().enumerate() {
+            match token.kind {
+                TokenKind::OpenParen | TokenKind::OpenBrace | TokenKind::OpenBracket => {
+                    open.push(index);
+                    if open.len() > max_depth && too_deep.is_none() {
+                        too_deep = Some(token.start);
+                    }
+                }
+                TokenKind::CloseParen | TokenKind::CloseBracket | TokenKind::CloseBrace => {
+                    if let Some(opened) = open.pop() {
+                        partner[opened] = index;
+                    }
+                }
+                _ => {}
+            }
+        }
         Tokens {
             text,
             list,
             triggers: Vec::new(),
+            partner,
+            too_deep,
         }
     }
 
@@ -127,6 +158,15 @@ pub(super) fn split<'t>(
         too_deep: None,
         balanced: true,
     };
+    // The whole file at its top level (the only call with a finite limit): the depth of each
+    // delimiter is its depth in the file, found by `Tokens::new`.
+    if max_depth != usize::MAX {
+        debug_assert_eq!(first, 0);
+        if let Some(at) = tokens.too_deep {
+            out.too_deep = Some(at);
+            return out;
+        }
+    }
     let mut depth = 0usize;
     let mut item_start: Option<(usize, usize)> = None;
     let mut keyword: Option<&str> = None;
@@ -137,7 +177,10 @@ pub(super) fn split<'t>(
     // The name before the last `as`, when it may hide a trigger word.
     let mut hides_trigger = false;
     let mut previous_word: Option<Token> = None;
-    for index in first..last {
+    let mut next = first;
+    while next < last {
+        let index = next;
+        next += 1;
         let token = tokens.list[index];
         let (start, end) = (token.start, token.end);
         if depth == 0 && closed_by_brace {
@@ -179,6 +222,11 @@ pub(super) fn split<'t>(
                 if depth > max_depth {
                     out.too_deep = Some(start);
                     return out;
+                }
+                // Inside a group only delimiters count (and the names of a `use` item): the
+                // group's closing delimiter is the next token that matters.
+                if keyword != Some("use") && tokens.partner[index] < last {
+                    next = tokens.partner[index];
                 }
                 continue;
             }
@@ -257,20 +305,8 @@ pub(super) fn split<'t>(
 
 /// The token that closes the delimiter opened at `open`, before `last`.
 pub(super) fn closing(tokens: &Tokens<'_>, open: usize, last: usize) -> Option<usize> {
-    let mut depth = 0usize;
-    for index in open..last {
-        match tokens.list[index].kind {
-            TokenKind::OpenParen | TokenKind::OpenBracket | TokenKind::OpenBrace => depth += 1,
-            TokenKind::CloseParen | TokenKind::CloseBracket | TokenKind::CloseBrace => {
-                depth = depth.checked_sub(1)?;
-                if depth == 0 {
-                    return Some(index);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
+    let close = *tokens.partner.get(open)?;
+    (close < last).then_some(close)
 }
 
 /// The token that opens a container item's body: the first top-level brace after its
