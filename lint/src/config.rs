@@ -22,6 +22,10 @@ use toml::Spanned;
 
 use crate::diagnostic::{ByteSpan, SourceFile};
 
+mod excludes;
+
+use excludes::Directory;
+
 /// A rule level as written in configuration and on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -137,6 +141,11 @@ impl Layer {
         };
         if !file.text.contains("mcp-lint") {
             return Ok(None);
+        }
+        // The table with its spans, in one parse when the text has it well-formed: the parse
+        // below (which reports what is wrong) then succeeds too, and finds the same table.
+        if let Some(settings) = settings_with_spans(&file, workspace) {
+            return Layer::from_settings(&file, settings, parent(path)).map(Some);
         }
         let shape: ManifestShape =
             toml::from_str(&file.text).map_err(|error| toml_error(&file, &error))?;
@@ -295,6 +304,9 @@ pub struct Config {
     /// The working directory, taken once: relative paths are made absolute against it without a
     /// `getcwd` per file.
     cwd: PathBuf,
+    /// The directories of a run's files, with their excludes decided once
+    /// ([`Config::decide_directories`]), sorted by the path as the run's files spell it.
+    directories: Vec<Directory>,
 }
 
 impl Config {
@@ -327,25 +339,8 @@ impl Config {
             exclude_bases: bases,
             package_bases,
             cwd,
+            directories: Vec::new(),
         }
-    }
-
-    /// Whether a path is excluded by a pattern (matched against the path relative to the
-    /// configuration file's directory, and against each of its ancestors).
-    pub fn is_excluded(&self, path: &Path) -> bool {
-        let Some(set) = &self.excludes else {
-            return false;
-        };
-        let absolute = absolute(&self.cwd, path);
-        set.is_match(&absolute)
-            || self.exclude_bases.iter().any(|base| {
-                absolute.strip_prefix(base).is_ok_and(|relative| {
-                    relative
-                        .ancestors()
-                        .filter(|ancestor| !ancestor.as_os_str().is_empty())
-                        .any(|ancestor| set.is_match(ancestor))
-                })
-            })
     }
 
     /// The severity of `rule` for a file at `path`, or `None` when the rule is off.

@@ -420,7 +420,17 @@ fn load_config(
             }
         }
     }
-    Ok(Config::new(root, packages, cli_levels))
+    let mut config = Config::new(root, packages, cli_levels);
+    config.decide_directories(
+        targets
+            .rust_files
+            .iter()
+            .chain(&targets.manifests)
+            .chain(&targets.sources)
+            .chain(&targets.package_manifests)
+            .map(PathBuf::as_path),
+    );
+    Ok(config)
 }
 
 fn find_root_layer(start: &Path) -> Result<Option<Layer>, Box<ConfigError>> {

@@ -21,18 +21,24 @@
 //! lexed once and the trigger words found in one automaton pass; every level works on those. The
 //! split is a lexer's approximation of the grammar; when the blanked text does not parse, the
 //! caller parses the original, so the approximation can cost time, never findings.
+//!
+//! The splitter (the tokens, the split at `;` and `}`) is [`split`]; what is blanked, [`blank`].
 
 use ra_ap_rustc_lexer::TokenKind;
 
+mod blank;
 mod lets;
 mod lexer;
 mod names;
+mod split;
 mod squeeze;
 mod uses;
 
 pub use squeeze::squeeze;
 
-use lets::{pattern_end, prune_lets, Let};
+use blank::{blank, blank_range, Blanking};
+use lets::prune_lets;
+use split::{split, Tokens};
 use uses::prune_uses;
 
 /// What one lexer pass learns about a file.
@@ -41,265 +47,8 @@ pub struct Scan {
     pub too_deep: Option<usize>,
     /// The file with the items that cannot match blanked out, when that blanks anything.
     pub masked: Option<String>,
-}
-
-/// Keywords that start an item kept whatever its words (for `let` statements, see [`lets`]; for
-/// `use` items, [`uses`]).
-const ALWAYS_KEPT: &[&str] = &["struct", "static", "const", "extern"];
-
-/// Keywords of the statements a `}` may end (with no `;`): blocks, control flow, nested items.
-/// Any other statement that reaches a `}` at its top level (`S { .. }.f();`, `m! { .. }`) runs
-/// on to its `;`: merging two statements only keeps more, a wrong split would not parse.
-const BRACE_ENDED: &[&str] = &[
-    "if",
-    "match",
-    "for",
-    "while",
-    "loop",
-    "fn",
-    "impl",
-    "trait",
-    "mod",
-    "enum",
-    "union",
-    "struct",
-    "macro_rules",
-];
-
-/// Items whose body is itself a list of items, split again when they are kept: the methods of
-/// an `impl ServerHandler` block, the functions of a `mod host_fns`. The blocks of any other kept
-/// item (a `fn` body, its closures and branches) are split into statements the same way.
-const CONTAINERS: &[&str] = &["impl", "mod", "trait"];
-
-/// One item: its byte range (attributes and doc comments included), its tokens (indices into
-/// [`Tokens::list`]) and its first keyword.
-struct Item<'t> {
-    start: usize,
-    end: usize,
-    first: usize,
-    last: usize,
-    keyword: &'t str,
-}
-
-/// What [`split`] finds in a list of items.
-struct Split<'t> {
-    items: Vec<Item<'t>>,
-    /// `use rmcp::model::ContextInclusion as Ctx;`: items that say `Ctx::AllServers` name the
-    /// legacy item without its trigger word. Only names that hide a trigger word (or `self`,
-    /// `super`, `crate`): `use rmcp::ErrorData as McpError` hides nothing a rule looks for.
-    aliases: Vec<&'t str>,
-    /// The offset of the first delimiter deeper than the limit.
-    too_deep: Option<usize>,
-    /// The delimiters balance.
-    balanced: bool,
-}
-
-/// A token that is not whitespace or a plain comment. Its kind is tested with `matches!`, not
-/// `==`: `TokenKind`'s derived `PartialEq` is an out-of-line call per token.
-#[derive(Clone, Copy)]
-struct Token {
-    kind: TokenKind,
-    start: usize,
-    end: usize,
-}
-
-/// The file lexed once: every level of [`split`] works on slices of the same list.
-struct Tokens<'t> {
-    text: &'t str,
-    list: Vec<Token>,
-    /// Where the trigger words start, in order (one automaton pass over the whole file).
-    triggers: Vec<usize>,
-}
-
-impl<'t> Tokens<'t> {
-    fn new(text: &'t str) -> Self {
-        let mut list = Vec::with_capacity(text.len() / 6);
-        lexer::tokens(text, |kind, start, end| {
-            let trivia = matches!(
-                kind,
-                TokenKind::Whitespace
-                    | TokenKind::LineComment { doc_style: None }
-                    | TokenKind::BlockComment {
-                        doc_style: None,
-                        ..
-                    }
-            );
-            if !trivia {
-                list.push(Token { kind, start, end });
-            }
-        });
-        Tokens {
-            text,
-            list,
-            triggers: Vec::new(),
-        }
-    }
-
-    fn word(&self, token: &Token) -> &'t str {
-        &self.text[token.start..token.end]
-    }
-
-    /// An identifier's name (`r#type` is `type`).
-    fn name(&self, token: &Token) -> Option<&'t str> {
-        match token.kind {
-            TokenKind::Ident => Some(self.word(token)),
-            TokenKind::RawIdent => Some(self.word(token).trim_start_matches("r#")),
-            _ => None,
-        }
-    }
-
-    /// Whether `text[start..end]` holds a trigger word. A trigger word holds no `;`, `}` or
-    /// leading blank, so none straddles an item's edge: one pass over the file answers for
-    /// every item, as [`crate::prefilter::item_may_match`] on the item alone would.
-    fn has_trigger(&self, start: usize, end: usize) -> bool {
-        let first = self.triggers.partition_point(|&at| at < start);
-        self.triggers.get(first).is_some_and(|&at| at < end)
-    }
-}
-
-/// Splits the tokens `first..last` of a list of items (or, with `statements`, of a block's
-/// statements) at their top-level `;` and `}`. A block's last expression (no `;`) is never an
-/// item, so never blanked.
-fn split<'t>(
-    tokens: &Tokens<'t>,
-    first: usize,
-    last: usize,
-    max_depth: usize,
-    statements: bool,
-) -> Split<'t> {
-    let text = tokens.text;
-    let mut out = Split {
-        items: Vec::new(),
-        aliases: Vec::new(),
-        too_deep: None,
-        balanced: true,
-    };
-    let mut depth = 0usize;
-    let mut item_start: Option<(usize, usize)> = None;
-    let mut keyword: Option<&str> = None;
-    // The last item ended at a `}`: a following `;` or `.`/`?` chain still belongs to it
-    // (`const X: S = S { .. };`, `static F: Lazy<..> = Lazy::new(|| { .. }).into();`).
-    let mut closed_by_brace = false;
-    let mut after_as = false;
-    // The name before the last `as`, when it may hide a trigger word.
-    let mut hides_trigger = false;
-    let mut previous_word: Option<Token> = None;
-    for index in first..last {
-        let token = tokens.list[index];
-        let (start, end) = (token.start, token.end);
-        if depth == 0 && closed_by_brace {
-            closed_by_brace = false;
-            // `if .. { } else { }` is one statement; so is `if let S { a, .. } = s { }` and
-            // `for S { a } in list { }`, whose first `}` closes a pattern.
-            let continues = statements
-                && match token.kind {
-                    TokenKind::Ident => matches!(tokens.word(&token), "else" | "in"),
-                    TokenKind::Eq => true,
-                    _ => false,
-                };
-            if continues
-                || matches!(
-                    token.kind,
-                    TokenKind::Semi | TokenKind::Dot | TokenKind::Question
-                )
-            {
-                let last_item = out.items.pop().expect("closed_by_brace follows a push");
-                if matches!(token.kind, TokenKind::Semi) {
-                    out.items.push(Item {
-                        end,
-                        last: index,
-                        ..last_item
-                    });
-                } else {
-                    item_start = Some((last_item.start, last_item.first));
-                    keyword = Some(last_item.keyword);
-                }
-                continue;
-            }
-        }
-        match token.kind {
-            TokenKind::OpenParen | TokenKind::OpenBrace | TokenKind::OpenBracket => {
-                if depth == 0 && item_start.is_none() {
-                    item_start = Some((start, index));
-                }
-                depth += 1;
-                if depth > max_depth {
-                    out.too_deep = Some(start);
-                    return out;
-                }
-                continue;
-            }
-            TokenKind::CloseParen | TokenKind::CloseBracket => {
-                depth = depth.saturating_sub(1);
-                continue;
-            }
-            TokenKind::CloseBrace => {
-                depth = depth.saturating_sub(1);
-                let ends_here = !statements
-                    || match keyword {
-                        Some(word) => BRACE_ENDED.contains(&word),
-                        // A block, `{ .. }`.
-                        None => item_start.is_some_and(|(begin, _)| text.as_bytes()[begin] == b'{'),
-                    };
-                if depth == 0 && ends_here {
-                    if let Some((item_begin, first_token)) = item_start.take() {
-                        out.items.push(Item {
-                            start: item_begin,
-                            end,
-                            first: first_token,
-                            last: index,
-                            keyword: keyword.take().unwrap_or(""),
-                        });
-                        closed_by_brace = true;
-                    }
-                }
-                continue;
-            }
-            _ => {}
-        }
-        if matches!(token.kind, TokenKind::Ident) && keyword == Some("use") {
-            let word = tokens.word(&token);
-            if after_as && word != "_" && hides_trigger {
-                out.aliases.push(word);
-            }
-            after_as = word == "as";
-            if after_as {
-                hides_trigger = previous_word.is_some_and(|name| {
-                    matches!(tokens.word(&name), "self" | "super" | "crate")
-                        || tokens.has_trigger(name.start, name.end)
-                });
-            }
-            previous_word = Some(token);
-        }
-        if depth > 0 {
-            continue;
-        }
-        if item_start.is_none() {
-            item_start = Some((start, index));
-        }
-        if matches!(token.kind, TokenKind::Ident) && keyword.is_none() {
-            let word = tokens.word(&token);
-            if !matches!(
-                word,
-                "pub" | "crate" | "in" | "self" | "super" | "unsafe" | "async" | "default"
-            ) {
-                keyword = Some(word);
-            }
-        }
-        if matches!(token.kind, TokenKind::Semi) {
-            if let Some((item_begin, first_token)) = item_start.take() {
-                out.items.push(Item {
-                    start: item_begin,
-                    end,
-                    first: first_token,
-                    last: index,
-                    keyword: keyword.take().unwrap_or(""),
-                });
-            }
-        }
-    }
-    out.balanced = depth == 0;
-    out
+    /// The byte ranges blanked in it (see [`squeeze`]).
+    pub blanked: Vec<(usize, usize)>,
 }
 
 /// What [`scan`] blanks.
@@ -317,7 +66,7 @@ pub enum Mask {
 /// reads them. `states`: the file may check a request state (`super::checks_state`), so `let`s
 /// that may make one are kept.
 pub fn scan(text: &str, max_depth: usize, mask: Mask, states: bool) -> Scan {
-    let mut tokens = Tokens::new(text);
+    let mut tokens = Tokens::new(text, max_depth);
     let masks = match mask {
         Mask::Nothing => false,
         Mask::WithoutTrigger(triggers) => {
@@ -333,13 +82,14 @@ pub fn scan(text: &str, max_depth: usize, mask: Mask, states: bool) -> Scan {
         return Scan {
             too_deep: top.too_deep,
             masked: None,
+            blanked: Vec::new(),
         };
     }
     let mut blanking = Blanking::default();
     blank(&tokens, &top.items, &top.aliases, &mut blanking);
     let needed = prune_lets(&tokens, &mut blanking, states);
     prune_uses(&tokens, &mut blanking, &needed);
-    let mut masked = blanking.bytes;
+    let mut masked = blanking.blanked;
     for token in &tokens.list {
         let doc = matches!(
             token.kind,
@@ -357,197 +107,9 @@ pub fn scan(text: &str, max_depth: usize, mask: Mask, states: bool) -> Scan {
         too_deep: None,
         // Only ASCII bytes of whole items were replaced by ASCII spaces: still UTF-8, unless an
         // item boundary fell inside a multi-byte character, which the lexer never produces.
-        masked: masked.and_then(|bytes| String::from_utf8(bytes).ok()),
+        masked: masked.bytes.and_then(|bytes| String::from_utf8(bytes).ok()),
+        blanked: masked.ranges,
     }
-}
-
-/// What [`blank`] decides: the blanked copy of the file (made on the first blank), and the
-/// `let` statements of the kept blocks, decided last.
-#[derive(Default)]
-struct Blanking {
-    bytes: Option<Vec<u8>>,
-    lets: Vec<Let>,
-    /// The `use` items without a trigger word: `(first, last)` tokens.
-    uses: Vec<(usize, usize)>,
-}
-
-/// Replaces `text[start..end]` with spaces, line breaks kept, in the (lazily made) copy.
-fn blank_range(text: &str, start: usize, end: usize, masked: &mut Option<Vec<u8>>) {
-    let out = masked.get_or_insert_with(|| text.as_bytes().to_vec());
-    let mut from = start;
-    while let Some(at) = memchr::memchr2(b'\n', b'\r', &out[from..end]) {
-        out[from..from + at].fill(b' ');
-        from += at + 1;
-    }
-    out[from..end].fill(b' ');
-}
-
-/// Whether a struct item may have a field the walk looks at: a peer type named in it, or a
-/// secret-looking name.
-fn struct_may_matter(item: &[u8]) -> bool {
-    super::crate_peers::names_a_peer_type(item) || super::words::may_name_secret(item)
-}
-
-/// Whether a `fn` item may return a peer: a peer type named between its `->` and its body.
-fn returns_a_peer(item: &[u8]) -> bool {
-    let Some(arrow) = memchr::memmem::find(item, b"->") else {
-        return false;
-    };
-    let rest = &item[arrow..];
-    let output = &rest[..memchr::memchr(b'{', rest).unwrap_or(rest.len())];
-    super::crate_peers::names_a_peer_type(output)
-}
-
-/// Whether a container item may hold a function that returns a peer: a peer type named between
-/// one of its `->` and the next `{` or `;` (what [`returns_a_peer`] reads of each method).
-fn may_return_a_peer(item: &[u8]) -> bool {
-    memchr::memmem::find_iter(item, b"->").any(|arrow| {
-        let rest = &item[arrow..];
-        let output = &rest[..memchr::memchr2(b'{', b';', rest).unwrap_or(rest.len())];
-        super::crate_peers::names_a_peer_type(output)
-    })
-}
-
-/// Blanks the items that cannot match; splits the kept containers again, and blanks the
-/// statements that cannot match in every block of the other kept items.
-fn blank(tokens: &Tokens<'_>, items: &[Item<'_>], aliases: &[&str], masked: &mut Blanking) {
-    let text = tokens.text;
-    for item in items {
-        if item.keyword == "use" {
-            // Decided last too (see `uses.rs`), by the names the rest of what is kept spells.
-            if !tokens.has_trigger(item.start, item.end) {
-                masked.uses.push((item.first, item.last));
-            }
-            continue;
-        }
-        let bytes = &text.as_bytes()[item.start..item.end];
-        let may_match = || {
-            tokens.has_trigger(item.start, item.end)
-                || aliases
-                    .iter()
-                    .any(|alias| memchr::memmem::find(bytes, alias.as_bytes()).is_some())
-        };
-        if ALWAYS_KEPT.contains(&item.keyword) {
-            // A struct matters to the walk only through its fields: one typed with a peer, or
-            // named like a secret (see `FieldCollector` in `analyzer/peers.rs` and
-            // `visit_item_struct` in `analyzer/walk.rs`).
-            if item.keyword == "struct" && !may_match() && !struct_may_matter(bytes) {
-                blank_range(text, item.start, item.end, &mut masked.bytes);
-            }
-            continue;
-        }
-        let may_match = may_match();
-        if item.keyword == "let" {
-            // Decided once the whole file is split (see `prune_lets`); meanwhile the blocks
-            // of `let x = match y { A => { .. } }` are split like any other.
-            let keyword = (item.first..=item.last)
-                .find(|&index| tokens.word(&tokens.list[index]) == "let")
-                .unwrap_or(item.first);
-            masked.lets.push(Let {
-                first: item.first,
-                keyword,
-                rest: pattern_end(tokens, keyword, item.last),
-                last: item.last,
-                may_match,
-            });
-            blank_blocks(tokens, item.first, item.last + 1, aliases, masked);
-            continue;
-        }
-        if !may_match {
-            // A function that returns a peer (`fn peer(&self) -> Peer<RoleServer>`): the walk
-            // reads its signature (see `FieldCollector` in `analyzer/peers.rs`); its body may go.
-            if item.keyword == "fn" && returns_a_peer(bytes) {
-                blank_blocks(tokens, item.first, item.last + 1, aliases, masked);
-                continue;
-            }
-            // The same function as a method (`impl Hub { fn upstream(&self) -> Peer<..> }`):
-            // the block is split like a kept one, so that the signature stays.
-            if !(CONTAINERS.contains(&item.keyword) && may_return_a_peer(bytes)) {
-                blank_range(text, item.start, item.end, &mut masked.bytes);
-                continue;
-            }
-        } else if !CONTAINERS.contains(&item.keyword) {
-            blank_blocks(tokens, item.first, item.last + 1, aliases, masked);
-            continue;
-        }
-        if bytes.last() == Some(&b'}') {
-            if let Some(open) = body_start(tokens, item) {
-                let inner = split(tokens, open + 1, item.last, usize::MAX, false);
-                if inner.balanced {
-                    let mut all_aliases = aliases.to_vec();
-                    all_aliases.extend(inner.aliases.iter().copied());
-                    blank(tokens, &inner.items, &all_aliases, masked);
-                }
-            }
-        }
-    }
-}
-
-/// Blanks, in each outermost `{ .. }` of the tokens `first..last` (a `fn` body, a closure's,
-/// an `if` branch, a match arm, an `async` block), the statements that cannot match. A brace
-/// group that is not a block (`S { a: 1 }`, `m! { .. }`) has no top-level `;`, so no statement.
-fn blank_blocks(
-    tokens: &Tokens<'_>,
-    first: usize,
-    last: usize,
-    aliases: &[&str],
-    masked: &mut Blanking,
-) {
-    let mut index = first;
-    while index < last {
-        if !matches!(tokens.list[index].kind, TokenKind::OpenBrace) {
-            index += 1;
-            continue;
-        }
-        let Some(close) = closing(tokens, index, last) else {
-            return;
-        };
-        let inner = split(tokens, index + 1, close, usize::MAX, true);
-        if inner.balanced {
-            let mut all_aliases = aliases.to_vec();
-            all_aliases.extend(inner.aliases.iter().copied());
-            blank(tokens, &inner.items, &all_aliases, masked);
-            // The block's last expression is not an item: only its own blocks are split.
-            let tail = inner.items.last().map_or(index + 1, |item| item.last + 1);
-            blank_blocks(tokens, tail, close, &all_aliases, masked);
-        }
-        index = close + 1;
-    }
-}
-
-/// The token that closes the delimiter opened at `open`, before `last`.
-fn closing(tokens: &Tokens<'_>, open: usize, last: usize) -> Option<usize> {
-    let mut depth = 0usize;
-    for index in open..last {
-        match tokens.list[index].kind {
-            TokenKind::OpenParen | TokenKind::OpenBracket | TokenKind::OpenBrace => depth += 1,
-            TokenKind::CloseParen | TokenKind::CloseBracket | TokenKind::CloseBrace => {
-                depth = depth.checked_sub(1)?;
-                if depth == 0 {
-                    return Some(index);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
-}
-
-/// The token that opens a container item's body: the first top-level brace after its
-/// attributes (`#[..]` uses brackets; `impl<const N: usize>` has no braces).
-fn body_start(tokens: &Tokens<'_>, item: &Item<'_>) -> Option<usize> {
-    let mut depth = 0usize;
-    for index in item.first..=item.last {
-        match tokens.list[index].kind {
-            TokenKind::OpenBrace if depth == 0 => return Some(index),
-            TokenKind::OpenParen | TokenKind::OpenBracket | TokenKind::OpenBrace => depth += 1,
-            TokenKind::CloseParen | TokenKind::CloseBracket | TokenKind::CloseBrace => {
-                depth = depth.saturating_sub(1)
-            }
-            _ => {}
-        }
-    }
-    None
 }
 
 #[cfg(test)]

@@ -87,7 +87,7 @@ pub fn lint_file_parsed(
         // The skipped items are blanks of the same length: offsets are the original file's.
         // syn parses it with the emptied lines squeezed, so that the tree's lines and columns
         // are the blanked file's (its byte offsets are not used).
-        if let Ok(syntax) = syn::parse_file(&items::squeeze(&file.text, &masked)) {
+        if let Ok(syntax) = syn::parse_file(&items::squeeze(&masked, scan.blanked)) {
             let blanked = file.with_same_lines(masked);
             let diagnostics = lint_syntax(&blanked, &file.text, &syntax, crate_context, states)
                 .into_iter()

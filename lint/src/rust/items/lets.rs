@@ -5,7 +5,8 @@ use rustc_hash::FxHashSet as HashSet;
 
 use ra_ap_rustc_lexer::TokenKind;
 
-use super::{blank_range, Blanking, Token, Tokens};
+use super::blank::{blank_range, Blanking};
+use super::split::{Token, Tokens};
 use crate::rust::analyzer::{PEER_TYPES, STATE_MAKING_WORDS};
 use crate::rust::shapes::is_sealing_name;
 
@@ -50,10 +51,14 @@ pub(super) fn prune_lets<'t>(
     for &(first, last) in &blanking.uses {
         skipped[first..=last].fill(true);
     }
+    // Most of a file is blanked by now: the tokens left are found from the blanked ranges.
+    let unblanked = unblanked(tokens, &blanking.blanked.ranges);
+    debug_assert!(unblanked.iter().copied().eq((0..tokens.list.len())
+        .filter(|&index| !blanked(blanking.blanked.bytes.as_deref(), &tokens.list[index]))));
     let mut needed: HashSet<&str> = HashSet::default();
-    for (token, skipped) in tokens.list.iter().zip(&skipped) {
-        if !skipped && !blanked(blanking.bytes.as_deref(), token) {
-            needed.extend(tokens.name(token));
+    for &index in &unblanked {
+        if !skipped[index] {
+            needed.extend(tokens.name(&tokens.list[index]));
         }
     }
     if blanking.lets.is_empty() {
@@ -61,7 +66,12 @@ pub(super) fn prune_lets<'t>(
     }
     // Which `let`s may bind a peer or a state, whatever is needed: a fixpoint over their names.
     // What an initialiser spells by itself is decided once; only the names bound so far grow.
-    let mut bound = bound_elsewhere(tokens, &let_keyword, blanking.bytes.as_deref());
+    let mut bound = bound_elsewhere(
+        tokens,
+        &let_keyword,
+        blanking.blanked.bytes.as_deref(),
+        &unblanked,
+    );
     let mut relevant: Vec<bool> = blanking
         .lets
         .iter()
@@ -100,7 +110,7 @@ pub(super) fn prune_lets<'t>(
             // A cut-down `let` reads nothing.
             if *relevant {
                 for token in &tokens.list[binding.first..=binding.last] {
-                    if !blanked(blanking.bytes.as_deref(), token) {
+                    if !blanked(blanking.blanked.bytes.as_deref(), token) {
                         needed.extend(tokens.name(token));
                     }
                 }
@@ -127,9 +137,26 @@ pub(super) fn prune_lets<'t>(
             needed.extend(pattern_names(tokens, binding));
             (tokens.list[rest].start, tokens.list[binding.last].start)
         };
-        blank_range(tokens.text, start, end, &mut blanking.bytes);
+        blank_range(tokens.text, start, end, &mut blanking.blanked);
     }
     needed
+}
+
+/// The indices of the tokens that no range of `ranges` (blanked byte ranges, in any order)
+/// holds the start of, in order: what [`blanked`] says of each token, without looking at each.
+fn unblanked(tokens: &Tokens<'_>, ranges: &[(usize, usize)]) -> Vec<usize> {
+    let list = &tokens.list;
+    let mut ranges = ranges.to_vec();
+    ranges.sort_unstable();
+    let mut out = Vec::new();
+    let mut index = 0;
+    for (start, end) in ranges {
+        let first_inside = index + list[index..].partition_point(|token| token.start < start);
+        out.extend(index..first_inside);
+        index = first_inside + list[first_inside..].partition_point(|token| token.start < end);
+    }
+    out.extend(index..list.len());
+    out
 }
 
 /// Whether `token` was blanked in the copy (if any copy was made yet).
@@ -207,6 +234,7 @@ fn bound_elsewhere<'t>(
     tokens: &Tokens<'t>,
     let_keyword: &[bool],
     blanked: Option<&[u8]>,
+    unblanked: &[usize],
 ) -> HashSet<&'t str> {
     let list = &tokens.list;
     let kept = |token: &Token| !self::blanked(blanked, token);
@@ -237,10 +265,8 @@ fn bound_elsewhere<'t>(
         }
         None
     };
-    for (index, token) in list.iter().enumerate() {
-        if !kept(token) {
-            continue;
-        }
+    for &index in unblanked {
+        let token = &list[index];
         match token.kind {
             TokenKind::Ident => match tokens.word(token) {
                 "let" if !let_keyword[index] => {

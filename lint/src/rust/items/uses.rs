@@ -8,7 +8,8 @@ use rustc_hash::FxHashSet as HashSet;
 
 use ra_ap_rustc_lexer::TokenKind;
 
-use super::{blank_range, Blanking, Tokens};
+use super::blank::{blank_range, Blanking};
+use super::split::Tokens;
 
 /// Blanks the `use` items of `blanking.uses` that bring no name in `needed` into scope.
 pub(super) fn prune_uses(tokens: &Tokens<'_>, blanking: &mut Blanking, needed: &HashSet<&str>) {
@@ -16,7 +17,7 @@ pub(super) fn prune_uses(tokens: &Tokens<'_>, blanking: &mut Blanking, needed: &
         if !brings_needed_name(tokens, first, last, needed) {
             let start = tokens.list[first].start;
             let end = tokens.list[last].end;
-            blank_range(tokens.text, start, end, &mut blanking.bytes);
+            blank_range(tokens.text, start, end, &mut blanking.blanked);
         }
     }
 }
