@@ -243,16 +243,8 @@ pub(super) fn split<'t>(
                         None => item_start.is_some_and(|(begin, _)| text.as_bytes()[begin] == b'{'),
                     };
                 if depth == 0 && ends_here {
-                    if let Some((item_begin, first_token)) = item_start.take() {
-                        out.items.push(Item {
-                            start: item_begin,
-                            end,
-                            first: first_token,
-                            last: index,
-                            keyword: keyword.take().unwrap_or(""),
-                        });
-                        closed_by_brace = true;
-                    }
+                    closed_by_brace |=
+                        close_item(&mut out.items, &mut item_start, &mut keyword, end, index);
                 }
                 continue;
             }
@@ -288,19 +280,32 @@ pub(super) fn split<'t>(
             }
         }
         if matches!(token.kind, TokenKind::Semi) {
-            if let Some((item_begin, first_token)) = item_start.take() {
-                out.items.push(Item {
-                    start: item_begin,
-                    end,
-                    first: first_token,
-                    last: index,
-                    keyword: keyword.take().unwrap_or(""),
-                });
-            }
+            close_item(&mut out.items, &mut item_start, &mut keyword, end, index);
         }
     }
     out.balanced = depth == 0;
     out
+}
+
+/// Ends the item open since `item_start` (if one is) at byte `end`, token `last`; whether one was.
+fn close_item<'t>(
+    items: &mut Vec<Item<'t>>,
+    item_start: &mut Option<(usize, usize)>,
+    keyword: &mut Option<&'t str>,
+    end: usize,
+    last: usize,
+) -> bool {
+    let Some((start, first)) = item_start.take() else {
+        return false;
+    };
+    items.push(Item {
+        start,
+        end,
+        first,
+        last,
+        keyword: keyword.take().unwrap_or(""),
+    });
+    true
 }
 
 /// The token that closes the delimiter opened at `open`, before `last`.
