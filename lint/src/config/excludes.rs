@@ -1,6 +1,7 @@
 //! The excludes of a run: whether a file's path, its directory's or an ancestor's matches an
 //! exclude pattern, the directories' part decided once per directory of the run.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use globset::GlobSet;
@@ -20,6 +21,19 @@ pub(super) struct Directory {
     excluded: bool,
 }
 
+impl Directory {
+    /// Whether the file `name` in this directory is excluded: the directory (or an ancestor) is,
+    /// or the file's own path, absolute or relative to a base, matches.
+    fn holds_excluded(&self, set: &GlobSet, name: &OsStr) -> bool {
+        self.excluded
+            || set.is_match(self.absolute.join(name))
+            || self
+                .relative
+                .iter()
+                .any(|relative| set.is_match(relative.join(name)))
+    }
+}
+
 impl Config {
     /// Decides the excludes of the directories of `files` once, for [`Config::is_excluded`]: a
     /// file's own path is still matched with the whole set (absolute and relative to each base),
@@ -35,57 +49,49 @@ impl Config {
         given.dedup();
         self.directories = given
             .into_par_iter()
-            .map(|given| {
-                let absolute = absolute_dir(&self.cwd, given);
-                let relative = self
-                    .exclude_bases
-                    .iter()
-                    .filter_map(|base| absolute.strip_prefix(base).ok().map(Path::to_path_buf))
-                    .collect();
-                Directory {
-                    given: given.to_path_buf(),
-                    excluded: self.directory_matches(set, &absolute),
-                    absolute,
-                    relative,
-                }
-            })
+            .map(|given| self.directory(set, given))
             .collect();
     }
 
+    /// `given` (a directory as a run's paths spell it) with its excludes decided.
+    fn directory(&self, set: &GlobSet, given: &Path) -> Directory {
+        let absolute = absolute_dir(&self.cwd, given);
+        let relative = self
+            .exclude_bases
+            .iter()
+            .filter_map(|base| absolute.strip_prefix(base).ok().map(Path::to_path_buf))
+            .collect();
+        Directory {
+            given: given.to_path_buf(),
+            excluded: self.directory_matches(set, &absolute),
+            absolute,
+            relative,
+        }
+    }
+
     /// Whether a path is excluded by a pattern (matched against the path relative to the
-    /// configuration file's directory, and against each of its ancestors).
+    /// configuration file's directory, and against each of its ancestors). A file of the run
+    /// uses its directory's decision ([`Config::decide_directories`]); any other path (a path
+    /// named on the command line) has its directory decided here.
     pub fn is_excluded(&self, path: &Path) -> bool {
         let Some(set) = &self.excludes else {
             return false;
         };
-        if let (Some(parent), Some(name)) = (path.parent(), path.file_name()) {
-            let known = self
-                .directories
-                .binary_search_by(|directory| directory.given.as_os_str().cmp(parent.as_os_str()));
-            if let Ok(found) = known {
-                let directory = &self.directories[found];
-                return directory.excluded
-                    || set.is_match(directory.absolute.join(name))
-                    || directory
-                        .relative
-                        .iter()
-                        .any(|relative| set.is_match(relative.join(name)));
-            }
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            // A root or a path ending in `..`: no file name to join to a directory.
+            let absolute = absolute(&self.cwd, path);
+            return set.is_match(&absolute) || self.directory_matches(set, &absolute);
+        };
+        let decided = self
+            .directories
+            .binary_search_by(|directory| directory.given.as_os_str().cmp(parent.as_os_str()));
+        match decided {
+            Ok(found) => self.directories[found].holds_excluded(set, name),
+            Err(_) => self.directory(set, parent).holds_excluded(set, name),
         }
-        let absolute = absolute(&self.cwd, path);
-        set.is_match(&absolute)
-            || self.exclude_bases.iter().any(|base| {
-                absolute.strip_prefix(base).is_ok_and(|relative| {
-                    !relative.as_os_str().is_empty() && set.is_match(relative)
-                })
-            })
-            || absolute
-                .parent()
-                .is_some_and(|directory| self.directory_matches(set, directory))
     }
 
-    /// Whether an exclude matches `directory` or one of its ancestors, relative to a base (the
-    /// ancestors of a file's path relative to a base, but the path itself).
+    /// Whether an exclude matches `directory` or one of its ancestors, relative to a base.
     fn directory_matches(&self, set: &GlobSet, directory: &Path) -> bool {
         self.exclude_bases.iter().any(|base| {
             directory.strip_prefix(base).is_ok_and(|relative| {
