@@ -130,7 +130,7 @@ for front in $FRONTS; do
                 i=$((i + 1))
                 label=proxy$i
                 rm -rf "$OUT/store-$label"
-                start_listening "$label" valgrind --tool=callgrind \
+                start_listening "$label" valgrind --tool=callgrind --fair-sched=yes \
                     --callgrind-out-file="$OUT/callgrind.$label.%p" "$bin" --listen 127.0.0.1:0 \
                     --store "$OUT/store-$label" --upstream "$LEGACY_URL"
                 pid=$STARTED_PID

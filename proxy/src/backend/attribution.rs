@@ -74,22 +74,35 @@ const MAX_KINDS: usize = 4096;
 /// The kind key of a call: `tools/call ask_name`, `prompts/get greet`, `resources/read`
 /// (resource URIs are unbounded, so resources are one kind).
 pub fn call_kind(method: &str, params: &(impl crate::params::ParamsRead + ?Sized)) -> String {
+    with_call_kind(method, params, str::to_owned)
+}
+
+/// Kind keys up to this long are spelled on the stack by [`with_call_kind`].
+const KIND_ON_STACK: usize = 128;
+
+/// Calls `f` with the kind key of a call ([`call_kind`]), spelled without an allocation when it
+/// is short: a map of kinds is read several times per call (callgrind, bench/proxy-vs-nginx.md)
+/// and written only when it learns something.
+pub fn with_call_kind<R>(
+    method: &str,
+    params: &(impl crate::params::ParamsRead + ?Sized),
+    f: impl FnOnce(&str) -> R,
+) -> R {
     let name = match method {
         "tools/call" | "prompts/get" => params.member("name").and_then(|name| name.as_str()),
         _ => None,
     };
-    match name {
-        // Not `format!`: this runs twice per call, and the formatting machinery costs several
-        // times the two copies (callgrind, bench/proxy-vs-nginx.md).
-        Some(name) => {
-            let mut kind = String::with_capacity(method.len() + 1 + name.len());
-            kind.push_str(method);
-            kind.push(' ');
-            kind.push_str(name);
-            kind
-        }
-        None => method.to_owned(),
+    let Some(name) = name else { return f(method) };
+    let len = method.len() + 1 + name.len();
+    if len > KIND_ON_STACK {
+        return f(&[method, " ", name].concat());
     }
+    let mut buffer = [0u8; KIND_ON_STACK];
+    buffer[..method.len()].copy_from_slice(method.as_bytes());
+    buffer[method.len()] = b' ';
+    buffer[method.len() + 1..len].copy_from_slice(name.as_bytes());
+    // Two `str`s and an ASCII space: UTF-8.
+    f(std::str::from_utf8(&buffer[..len]).expect("joined UTF-8 text"))
 }
 
 /// The pool-wide knowledge (shared by every lane's router).
@@ -122,13 +135,14 @@ impl Attribution {
         &self,
         method: &str,
         params: &(impl crate::params::ParamsRead + ?Sized),
-    ) -> String {
-        let key = call_kind(method, params);
-        let kinds = self.kinds();
-        if kinds.len() >= MAX_KINDS && !kinds.contains_key(&key) {
-            return method.to_owned();
-        }
-        key
+    ) -> std::sync::Arc<str> {
+        with_call_kind(method, params, |key| {
+            let kinds = self.kinds();
+            if kinds.len() >= MAX_KINDS && !kinds.contains_key(key) {
+                return method.into();
+            }
+            key.into()
+        })
     }
 
     pub fn scope(&self, kind: &str) -> Option<Scope> {
@@ -219,10 +233,20 @@ mod tests {
     fn kinds_learn_from_where_requests_arrive() {
         let attribution = Attribution::new(CallSessions::Auto);
         let ask = attribution.kind_of("tools/call", &json!({"name": "ask_name"}));
-        assert_eq!(ask, "tools/call ask_name");
+        assert_eq!(&*ask, "tools/call ask_name");
         assert_eq!(
-            attribution.kind_of("resources/read", &json!({"uri": "x"})),
+            &*attribution.kind_of("resources/read", &json!({"uri": "x"})),
             "resources/read"
+        );
+        // Longer than the stack spelling: the same key.
+        let long = "t".repeat(KIND_ON_STACK);
+        assert_eq!(
+            &*attribution.kind_of("tools/call", &json!({ "name": long })),
+            format!("tools/call {long}")
+        );
+        assert_eq!(
+            call_kind("prompts/get", &json!({"name": "greet"})),
+            "prompts/get greet"
         );
         assert_eq!(
             attribution.place(&ask, false),

@@ -57,6 +57,9 @@ pub(crate) const LEASE_EVENTS: usize = 256;
 /// Capacity of a call's progress channel (progress beyond it is dropped, never waited for).
 pub(crate) const PROGRESS_EVENTS: usize = 64;
 
+/// Lanes of this process that have died ([`LaneCore::mark_dead`]), counted.
+static LANE_DEATHS: AtomicU64 = AtomicU64::new(0);
+
 /// How a lane sends a message it does not wait on (local answers, `ping` replies).
 pub(crate) trait Outbound: Send + Sync {
     fn send_detached(&self, message: Message);
@@ -277,6 +280,12 @@ impl LaneCore {
 
     pub fn is_alive(&self) -> bool {
         self.alive.load(Ordering::SeqCst)
+    }
+
+    /// How many lanes of the process have died so far: a pool looks for dead lanes only when
+    /// this moved since its last look.
+    pub fn deaths() -> u64 {
+        LANE_DEATHS.load(Ordering::SeqCst)
     }
 
     /// A progress token that no other call on this lane uses.

@@ -78,6 +78,8 @@ struct PoolState {
     shut_down: bool,
     /// The profile of the newest correlatable call: spare lanes are started with it.
     last_profile: Option<CapabilityProfile>,
+    /// [`LaneCore::deaths`] when no slot held a dead lane any more (`u64::MAX`: look again).
+    deaths_pruned: u64,
 }
 
 pub(super) struct PoolShared {

@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::backend::attribution::call_kind as kind_of;
+use crate::backend::attribution::with_call_kind;
 use crate::params::ParamsRead;
 
 /// Kinds remembered; calls of kinds beyond this always get a token (a client chooses tool names).
@@ -56,26 +56,33 @@ impl ProgressTokens {
     /// Whether a new call (`method`, front `params`) is sent with a proxy-minted progress token.
     pub(super) fn wanted(&self, method: &str, params: &impl ParamsRead) -> bool {
         client_asked_for_progress(params)
-            || self.kinds().get(&kind_of(method, params)) != Some(&Seen::Quiet)
+            || with_call_kind(method, params, |kind| self.kinds().get(kind) != Some(&Seen::Quiet))
     }
 
     /// A call of this kind asked the client something: its kind's calls get a token from now on.
     pub(super) fn asked(&self, method: &str, params: &impl ParamsRead) {
-        let kind = kind_of(method, params);
-        let mut kinds = self.kinds();
-        if kinds.len() < MAX_KINDS || kinds.contains_key(&kind) {
-            kinds.insert(kind, Seen::Asks);
-        }
+        with_call_kind(method, params, |kind| {
+            let mut kinds = self.kinds();
+            let full = kinds.len() >= MAX_KINDS;
+            match kinds.get_mut(kind) {
+                Some(seen) => *seen = Seen::Asks,
+                None if !full => {
+                    kinds.insert(kind.to_owned(), Seen::Asks);
+                }
+                None => {}
+            }
+        })
     }
 
     /// A call of this kind finished without asking anything: unless another of its calls asked
     /// before, its kind's calls go without a token (when their clients ask for no progress).
     pub(super) fn finished_quietly(&self, method: &str, params: &impl ParamsRead) {
-        let kind = kind_of(method, params);
-        let mut kinds = self.kinds();
-        if kinds.len() < MAX_KINDS || kinds.contains_key(&kind) {
-            kinds.entry(kind).or_insert(Seen::Quiet);
-        }
+        with_call_kind(method, params, |kind| {
+            let mut kinds = self.kinds();
+            if !kinds.contains_key(kind) && kinds.len() < MAX_KINDS {
+                kinds.insert(kind.to_owned(), Seen::Quiet);
+            }
+        })
     }
 }
 

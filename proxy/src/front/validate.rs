@@ -179,7 +179,11 @@ pub fn validate_front(
         FrontMessage::Request { id, method, params } => {
             let mut validated =
                 validate_request(&id, &method, params.as_ref(), headers, principal)?;
-            if let (Validated::Request(request), Some(params)) = (&mut validated, params) {
+            if let (Validated::Request(request), Some(mut params)) = (&mut validated, params) {
+                // Checked above: moved out of the text's slots, not copied.
+                let (capabilities, info) = params.take_client_meta();
+                request.client_capabilities = capabilities.unwrap_or_default();
+                request.client_info = info.filter(Value::is_object);
                 request.id = id;
                 request.method = method;
                 request.params = params;
@@ -284,14 +288,14 @@ fn validate_request(
             )))
         }
     };
-    let client_capabilities = match meta.get(meta_keys::CLIENT_CAPABILITIES) {
+    match meta.get(meta_keys::CLIENT_CAPABILITIES) {
         None => {
             return Err(invalid_params(format!(
                 "missing `_meta[\"{}\"]`",
                 meta_keys::CLIENT_CAPABILITIES
             )))
         }
-        Some(capabilities @ Value::Object(_)) => capabilities,
+        Some(Value::Object(_)) => {}
         Some(_) => {
             return Err(invalid_params(format!(
                 "`_meta[\"{}\"]` must be an object",
@@ -385,11 +389,9 @@ fn validate_request(
         id: Value::Null,
         method: String::new(),
         params: Params::default(),
-        client_capabilities: client_capabilities.clone(),
-        client_info: meta
-            .get(meta_keys::CLIENT_INFO)
-            .filter(|info| info.is_object())
-            .cloned(),
+        // Moved in by the caller, once checked here.
+        client_capabilities: Value::Null,
+        client_info: None,
         log_level,
         progress_token,
         principal,

@@ -208,6 +208,29 @@ impl Params {
         }
     }
 
+    /// `_meta`'s client capabilities and client info for the validated request: moved out of
+    /// the slots of a request read as text (nothing reads them there once the front has checked
+    /// them), copied from a tree.
+    pub(crate) fn take_client_meta(&mut self) -> (Option<Value>, Option<Value>) {
+        use crate::front::validate::meta_keys;
+        match &mut self.0 {
+            Repr::Raw(raw) => match &mut raw.scanned.meta {
+                Meta::Object(slots) => (
+                    slots.client_capabilities.take(),
+                    slots.client_info.take(),
+                ),
+                _ => (None, None),
+            },
+            Repr::Tree(_) => match self.meta() {
+                MetaRef::Object(meta) => (
+                    meta.get(meta_keys::CLIENT_CAPABILITIES).cloned(),
+                    meta.get(meta_keys::CLIENT_INFO).cloned(),
+                ),
+                _ => (None, None),
+            },
+        }
+    }
+
     /// `params._meta.progressToken`.
     pub fn progress_token(&self) -> Option<&Value> {
         match self.meta() {

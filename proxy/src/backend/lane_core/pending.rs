@@ -253,6 +253,7 @@ impl LaneCore {
     /// every progress channel close.
     pub fn mark_dead(&self) {
         if self.alive.swap(false, Ordering::SeqCst) {
+            super::LANE_DEATHS.fetch_add(1, Ordering::SeqCst);
             let _entered = self.span.enter();
             tracing::info!("lane is dead");
         }

@@ -326,7 +326,7 @@ impl LanePool {
         if !self.shared.may_share() {
             return self.lease(profile).await;
         }
-        let kind: Arc<str> = attribution.kind_of(method, params).into();
+        let kind: Arc<str> = attribution.kind_of(method, params);
         let waiting = Instant::now();
         let placement = loop {
             let changed = attribution.changed();

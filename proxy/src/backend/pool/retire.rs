@@ -12,8 +12,16 @@ const RETIRE_DRAIN: Duration = Duration::from_secs(10);
 impl PoolShared {
     /// Removes dead unleased lanes; a quick death counts as a failed start.
     pub(super) fn prune(&self, state: &mut PoolState) -> bool {
-        // Twice per call (lease, release): a read-only pass first, as nothing has died almost
-        // always (callgrind, bench/proxy-vs-nginx.md).
+        // Twice per call (lease, release): nothing to look at unless a lane died since the
+        // last look, and a read-only pass first (callgrind, bench/proxy-vs-nginx.md).
+        let deaths = LaneCore::deaths();
+        if deaths == state.deaths_pruned {
+            return false;
+        }
+        if state.slots.iter().all(|slot| slot.lane.is_alive()) {
+            state.deaths_pruned = deaths;
+            return false;
+        }
         if state
             .slots
             .iter()
@@ -37,6 +45,9 @@ impl PoolShared {
         if quick_deaths > 0 {
             state.failures += quick_deaths;
             state.retry_at = Some(Instant::now() + backoff(state.failures));
+        }
+        if state.slots.iter().all(|slot| slot.lane.is_alive()) {
+            state.deaths_pruned = deaths;
         }
         state.slots.len() != before
     }

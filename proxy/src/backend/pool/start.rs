@@ -47,6 +47,8 @@ impl PoolShared {
             let mut state = self.state();
             if !state.shut_down {
                 state.slots.push(Slot::new(Arc::clone(&lane), leased));
+                // It may have died before it was listed: the next prune looks.
+                state.deaths_pruned = u64::MAX;
             }
             !state.shut_down
         };
