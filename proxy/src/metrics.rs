@@ -38,7 +38,7 @@ struct MethodLabel {
 
 /// A method as a label: the 2026-07-28 request methods borrowed, so that counting a request
 /// allocates nothing (callgrind, bench/proxy-vs-nginx.md); any other method copied.
-fn method_label(method: &str) -> Cow<'static, str> {
+pub fn method_label(method: &str) -> Cow<'static, str> {
     match crate::front::validate::CLIENT_REQUEST_METHODS
         .iter()
         .find(|known| **known == method)
@@ -322,18 +322,16 @@ impl Metrics {
     }
 
     /// A front request ended.
-    pub fn request_finished(&self, method: &str, outcome: Outcome, elapsed: Duration) {
+    pub fn request_finished(&self, method: Cow<'static, str>, outcome: Outcome, elapsed: Duration) {
         self.in_flight.dec();
         self.requests
             .get_or_create(&MethodOutcome {
-                method: method_label(method),
+                method: method.clone(),
                 outcome: outcome.label(),
             })
             .inc();
         self.request_duration
-            .get_or_create(&MethodLabel {
-                method: method_label(method),
-            })
+            .get_or_create(&MethodLabel { method })
             .observe(elapsed.as_secs_f64());
     }
 
@@ -448,7 +446,7 @@ mod tests {
         let metrics = Metrics::new();
         metrics.request_started();
         metrics.request_finished(
-            "tools/call",
+            method_label("tools/call"),
             Outcome::InputRequired,
             Duration::from_millis(3),
         );

@@ -21,7 +21,7 @@
 //! Which tools carry annotations is learnt from the legacy `tools/list` (the engine's
 //! `ToolHeaderIndex`).
 
-use std::collections::HashMap;
+use crate::FastHashMap;
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
@@ -84,7 +84,7 @@ pub struct ToolHeaders {
     /// [`crate::backend::LanePool::tools_generation`] when the list was asked for.
     pub generation: u64,
     pub loaded: Instant,
-    pub tools: HashMap<String, Vec<MirroredParam>>,
+    pub tools: FastHashMap<String, Vec<MirroredParam>>,
 }
 
 impl ToolHeaders {
@@ -682,7 +682,7 @@ mod tests {
         let mut headers = ToolHeaders {
             generation: 3,
             loaded: Instant::now(),
-            tools: HashMap::new(),
+            tools: FastHashMap::default(),
         };
         let invalid = headers.add_page(&json!({ "tools": [
             { "name": "route", "inputSchema": schema_with(json!({

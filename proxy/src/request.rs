@@ -153,7 +153,7 @@ pub struct ResponseSink {
     tx: mpsc::Sender<Outgoing>,
     started: bool,
     /// `(method, start)` when the request is counted in the metrics ([`ResponseSink::observed`]).
-    observed: Option<(String, std::time::Instant)>,
+    observed: Option<(std::borrow::Cow<'static, str>, std::time::Instant)>,
 }
 
 impl ResponseSink {
@@ -169,13 +169,16 @@ impl ResponseSink {
     /// when it finishes (or `cancelled` when the sink is dropped without a final response).
     pub fn observed(mut self, method: &str) -> Self {
         crate::metrics::global().request_started();
-        self.observed = Some((method.to_owned(), std::time::Instant::now()));
+        self.observed = Some((
+            crate::metrics::method_label(method),
+            std::time::Instant::now(),
+        ));
         self
     }
 
     fn record(&mut self, outcome: crate::metrics::Outcome) {
         if let Some((method, start)) = self.observed.take() {
-            crate::metrics::global().request_finished(&method, outcome, start.elapsed());
+            crate::metrics::global().request_finished(method, outcome, start.elapsed());
         }
     }
 

@@ -22,7 +22,7 @@
 //! calls cannot be attributed: it is answered by the proxy (translation T7 of docs/proxy/how-it-works.md) and every kind in
 //! flight on that session becomes [`Scope::Session`].
 
-use std::collections::HashMap;
+use crate::FastHashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -109,7 +109,7 @@ pub fn with_call_kind<R>(
 #[derive(Debug, Default)]
 pub struct Attribution {
     mode: CallSessions,
-    kinds: Mutex<HashMap<String, Scope>>,
+    kinds: Mutex<FastHashMap<String, Scope>>,
     learned: Notify,
 }
 
@@ -125,7 +125,7 @@ impl Attribution {
         self.mode
     }
 
-    fn kinds(&self) -> std::sync::MutexGuard<'_, HashMap<String, Scope>> {
+    fn kinds(&self) -> std::sync::MutexGuard<'_, FastHashMap<String, Scope>> {
         crate::backend::lock(&self.kinds)
     }
 

@@ -23,7 +23,8 @@
 //!   requests delivered along them: answered, or answered locally;
 //! - `router`: what the legacy server sends, routed by the rules above.
 
-use std::collections::{HashMap, HashSet};
+use crate::FastHashMap;
+use std::collections::HashSet;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -76,7 +77,7 @@ struct LeaseRoute {
     generation: u64,
     events: EventSender,
     /// Keyed by the serialised request id.
-    delivered: HashMap<String, Delivered>,
+    delivered: FastHashMap<String, Delivered>,
     /// The kind of the calls the lease holder runs (for [`Attribution`]).
     kind: Option<Arc<str>>,
     /// Legacy ids of the lease holder's calls ([`CallTag::Leased`]).
@@ -90,7 +91,7 @@ struct CallRoute {
     events: EventSender,
     kind: Arc<str>,
     /// Server requests delivered and not answered yet, by serialised id.
-    delivered: HashMap<String, Delivered>,
+    delivered: FastHashMap<String, Delivered>,
 }
 
 /// How a request of a correlatable call is registered on the lane.
@@ -106,7 +107,7 @@ pub(crate) enum CallTag {
 
 #[derive(Default)]
 struct CoreState {
-    pending: HashMap<u64, PendingEntry>,
+    pending: FastHashMap<u64, PendingEntry>,
     /// The route of the call that runs on the lane (exclusive leases): what the lane receives
     /// that names no call goes there.
     lease: Option<LeaseRoute>,
@@ -114,13 +115,13 @@ struct CoreState {
     /// that holds many paused calls, see `pool.rs`), by lease generation: their handlers are
     /// blocked on the legacy side, so nothing unattributed is theirs; what names one of their
     /// server requests (a withdrawal) still reaches them, and their answers are noted.
-    parked: HashMap<u64, LeaseRoute>,
+    parked: FastHashMap<u64, LeaseRoute>,
     lease_generation: u64,
-    progress: HashMap<String, mpsc::Sender<Value>>,
+    progress: FastHashMap<String, mpsc::Sender<Value>>,
     /// Call routes by the call's legacy id.
-    calls: HashMap<u64, CallRoute>,
+    calls: FastHashMap<u64, CallRoute>,
     /// Server request id (serialised) -> the legacy id of the routed call it was delivered to.
-    call_requests: HashMap<String, u64>,
+    call_requests: FastHashMap<String, u64>,
     /// Requests of ours cancelled so far ([`LaneCore::note_cancelled`]).
     cancelled: u64,
     /// Cancelled requests (serialised ids) the legacy server has not finished yet: no response

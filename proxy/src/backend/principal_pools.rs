@@ -14,7 +14,7 @@
 //! nothing uses is dropped for the new caller; when every pool is in use the new caller's
 //! request is refused retryably ([`BackendError::CallerCapacity`]).
 
-use std::collections::HashMap;
+use crate::FastHashMap;
 use std::sync::atomic::AtomicBool;
 
 use super::*;
@@ -48,7 +48,7 @@ pub struct PrincipalPools {
     anonymous: Arc<LanePool>,
     max_pools: usize,
     mode: ForwardCredentials,
-    pools: Mutex<HashMap<Principal, Entry>>,
+    pools: Mutex<FastHashMap<Principal, Entry>>,
     /// Set once the legacy server refused a lane's credentials (401/403): it is up, and wants
     /// its callers' credentials (`/readyz` counts it as reachable).
     credentials_wanted: Arc<AtomicBool>,
@@ -80,7 +80,7 @@ impl PrincipalPools {
             settings,
             max_pools: max_pools.max(1),
             mode,
-            pools: Mutex::new(HashMap::new()),
+            pools: Mutex::new(FastHashMap::default()),
             credentials_wanted,
         })
     }

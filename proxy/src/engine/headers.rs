@@ -3,7 +3,6 @@
 //! kept per capability profile in a [`crate::param_headers::ToolHeaderIndex`]) and the pure check
 //! in [`crate::param_headers`].
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -101,7 +100,7 @@ impl Engine {
         let mut headers = ToolHeaders {
             generation,
             loaded: std::time::Instant::now(),
-            tools: HashMap::new(),
+            tools: crate::FastHashMap::default(),
         };
         let lane = pool.shared(profile).await.map_err(backend_failure)?;
         let mut cursor: Option<String> = None;

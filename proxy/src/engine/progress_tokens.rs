@@ -17,7 +17,7 @@
 //! What is given up: progress in a later round of the first call of a "quiet" kind that does pause
 //! (a tool whose asking depends on its arguments), when the client asked for none in round one.
 
-use std::collections::HashMap;
+use crate::FastHashMap;
 use std::sync::Mutex;
 
 use crate::backend::attribution::with_call_kind;
@@ -38,7 +38,7 @@ enum Seen {
 /// The per-kind knowledge, shared by every call of the engine.
 #[derive(Debug, Default)]
 pub(super) struct ProgressTokens {
-    kinds: Mutex<HashMap<String, Seen>>,
+    kinds: Mutex<FastHashMap<String, Seen>>,
 }
 
 /// Whether the front request asked for progress.
@@ -49,7 +49,7 @@ fn client_asked_for_progress(params: &impl ParamsRead) -> bool {
 }
 
 impl ProgressTokens {
-    fn kinds(&self) -> std::sync::MutexGuard<'_, HashMap<String, Seen>> {
+    fn kinds(&self) -> std::sync::MutexGuard<'_, FastHashMap<String, Seen>> {
         crate::backend::lock(&self.kinds)
     }
 

@@ -2,6 +2,7 @@
 //! epoch and progress route), their completion or failure (a new session, the lane's death), and
 //! the requests we cancelled that the legacy server may still answer.
 
+use crate::FastHashMap;
 use super::*;
 use crate::params::OutParams;
 
@@ -156,7 +157,7 @@ impl LaneCore {
                         CallRoute {
                             events,
                             kind,
-                            delivered: HashMap::new(),
+                            delivered: FastHashMap::default(),
                         },
                     );
                 }

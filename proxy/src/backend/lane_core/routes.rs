@@ -3,6 +3,7 @@
 //! delivered along them, answered by their call, or answered locally when nobody will
 //! (translation T7 of docs/proxy/how-it-works.md).
 
+use crate::FastHashMap;
 use super::*;
 
 impl LaneCore {
@@ -16,7 +17,7 @@ impl LaneCore {
         state.lease = Some(LeaseRoute {
             generation,
             events,
-            delivered: HashMap::new(),
+            delivered: FastHashMap::default(),
             kind,
             calls: Vec::new(),
             asked: false,
@@ -56,7 +57,7 @@ impl LaneCore {
         }
     }
 
-    fn answer_unanswered(&self, delivered: HashMap<String, Delivered>) {
+    fn answer_unanswered(&self, delivered: FastHashMap<String, Delivered>) {
         for (_, request) in delivered {
             let _entered = self.span.enter();
             tracing::warn!(
