@@ -33,7 +33,7 @@ impl Front {
         let host = request
             .headers()
             .get(header::HOST)
-            .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
+            .map(|value| String::from_utf8_lossy(value.as_bytes()));
         if !limits::host_allowed(
             host.as_deref(),
             self.config.listen,
