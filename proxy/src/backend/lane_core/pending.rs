@@ -2,9 +2,9 @@
 //! epoch and progress route), their completion or failure (a new session, the lane's death), and
 //! the requests we cancelled that the legacy server may still answer.
 
-use crate::FastHashMap;
 use super::*;
 use crate::params::OutParams;
+use crate::FastHashMap;
 
 pub(super) struct PendingEntry {
     reply: oneshot::Sender<Outcome>,

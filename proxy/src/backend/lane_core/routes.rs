@@ -3,8 +3,8 @@
 //! delivered along them, answered by their call, or answered locally when nobody will
 //! (translation T7 of docs/proxy/how-it-works.md).
 
-use crate::FastHashMap;
 use super::*;
+use crate::FastHashMap;
 
 impl LaneCore {
     /// Routes events to a new lease; returns its generation and receiver. `kind` names the calls

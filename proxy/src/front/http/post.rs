@@ -6,8 +6,9 @@
 use std::time::Duration;
 
 use bytes::Bytes;
+use bytes::BytesMut;
 use http::{header, HeaderMap, HeaderValue, Request, Response, StatusCode};
-use http_body_util::{BodyExt, LengthLimitError, Limited};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use serde_json::Value;
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
@@ -69,21 +70,18 @@ impl Front {
             crate::metrics::global().rejection("body_too_large");
             return Err(too_large(limit));
         }
-        let read = tokio::time::timeout(
-            self.config.body_read_timeout,
-            Limited::new(body, limit).collect(),
-        );
+        let read = tokio::time::timeout(self.config.body_read_timeout, read_limited(body, limit));
         match read.await {
             Err(_) => {
                 crate::metrics::global().rejection("body_read_timeout");
                 Err(body_timeout(self.config.body_read_timeout))
             }
-            Ok(Ok(collected)) => Ok(collected.to_bytes()),
-            Ok(Err(error)) if error.downcast_ref::<LengthLimitError>().is_some() => {
+            Ok(Ok(bytes)) => Ok(bytes),
+            Ok(Err(BodyError::TooLarge)) => {
                 crate::metrics::global().rejection("body_too_large");
                 Err(too_large(limit))
             }
-            Ok(Err(error)) => {
+            Ok(Err(BodyError::Read(error))) => {
                 tracing::debug!(%error, "reading the request body failed");
                 Err(rejection_response(&Rejection::new(
                     None,
@@ -182,6 +180,45 @@ impl Front {
     }
 }
 
+/// Why a request body could not be read.
+#[derive(Debug)]
+enum BodyError<E> {
+    /// More than the limit.
+    TooLarge,
+    Read(E),
+}
+
+/// Reads a request body to its end, refusing more than `limit` bytes. A body that comes in one
+/// data frame (a JSON-RPC message almost always does) is kept as it came; `Limited` and
+/// `collect` would queue it in a list first (a third of the read's instructions per call:
+/// callgrind, bench/proxy-vs-nginx.md). Trailers are ignored, as `Collected::to_bytes` does.
+async fn read_limited<B>(mut body: B, limit: usize) -> Result<Bytes, BodyError<B::Error>>
+where
+    B: hyper::body::Body<Data = Bytes> + Unpin,
+{
+    let mut first: Option<Bytes> = None;
+    let mut joined = BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame.map_err(BodyError::Read)?.into_data() else {
+            continue;
+        };
+        let read = first.as_ref().map_or(0, Bytes::len) + joined.len() + data.len();
+        if read > limit {
+            return Err(BodyError::TooLarge);
+        }
+        match first.take() {
+            None if joined.is_empty() => first = Some(data),
+            None => joined.extend_from_slice(&data),
+            Some(earlier) => {
+                joined.reserve(read);
+                joined.extend_from_slice(&earlier);
+                joined.extend_from_slice(&data);
+            }
+        }
+    }
+    Ok(first.unwrap_or_else(|| joined.freeze()))
+}
+
 /// Turns what a request's handler sends into its HTTP response: a final response first is a JSON
 /// response with its status; a notification first (when the client takes `text/event-stream`)
 /// opens an SSE stream that ends with the final response and holds `permit` until then.
@@ -264,4 +301,56 @@ pub(crate) fn handler_gone() -> ErrorObject {
         codes::INTERNAL_ERROR,
         "internal error: the request ended without a response",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::StreamBody;
+    use hyper::body::Frame;
+
+    fn body(
+        frames: Vec<Result<Frame<Bytes>, &'static str>>,
+    ) -> StreamBody<
+        futures_util::stream::Iter<std::vec::IntoIter<Result<Frame<Bytes>, &'static str>>>,
+    > {
+        StreamBody::new(futures_util::stream::iter(frames))
+    }
+
+    fn data(text: &'static str) -> Result<Frame<Bytes>, &'static str> {
+        Ok(Frame::data(Bytes::from_static(text.as_bytes())))
+    }
+
+    #[tokio::test]
+    async fn a_body_is_read_whole_whatever_its_frames() {
+        let one = read_limited(body(vec![data("{\"a\":1}")]), 64).await;
+        assert_eq!(one.unwrap(), "{\"a\":1}");
+        let three = read_limited(body(vec![data("{\"a\""), data(""), data(":1}")]), 64).await;
+        assert_eq!(three.unwrap(), "{\"a\":1}");
+        let trailers = vec![data("{}"), Ok(Frame::trailers(http::HeaderMap::new()))];
+        assert_eq!(read_limited(body(trailers), 64).await.unwrap(), "{}");
+        assert_eq!(read_limited(body(Vec::new()), 64).await.unwrap(), "");
+    }
+
+    #[tokio::test]
+    async fn a_body_over_the_limit_or_failing_is_refused() {
+        assert!(matches!(
+            read_limited(body(vec![data("12345")]), 4).await,
+            Err(BodyError::TooLarge)
+        ));
+        assert!(matches!(
+            read_limited(body(vec![data("12"), data("345")]), 4).await,
+            Err(BodyError::TooLarge)
+        ));
+        assert_eq!(
+            read_limited(body(vec![data("12"), data("34")]), 4)
+                .await
+                .unwrap(),
+            "1234"
+        );
+        assert!(matches!(
+            read_limited(body(vec![data("12"), Err("reset")]), 4).await,
+            Err(BodyError::Read("reset"))
+        ));
+    }
 }
