@@ -391,10 +391,14 @@ impl Engine {
             Step::Pause => {
                 // The paused call's POST reads on while the client is away.
                 live.call.driver.detach();
-                Some(self.pauses.park(live, request).await.map(Reply::Tree))
+                Some(
+                    Box::pin(self.pauses.park(live, request))
+                        .await
+                        .map(Reply::Tree),
+                )
             }
             Step::Fail(error) => {
-                self.pauses.abandon(live, "the client request ended").await;
+                Box::pin(self.pauses.abandon(live, "the client request ended")).await;
                 error.map(Err)
             }
         }
@@ -464,7 +468,7 @@ impl Engine {
                     // while this one answers, however long that takes.
                     live.call.driver.detach();
                     silent_until = tokio::time::Instant::now() + call_timeout;
-                    if let Some(error) = self.on_event(live, request, sink, event).await {
+                    if let Some(error) = Box::pin(self.on_event(live, request, sink, event)).await {
                         return Step::Fail(Some(error));
                     }
                     if window.is_none() && !live.pending.is_empty() {
@@ -507,17 +511,27 @@ impl Engine {
     /// request asked for logs, wait `LOG_LINGER` for them.
     async fn settle(&self, live: &mut LiveCall, request: &FrontRequest, sink: &mut ResponseSink) {
         while let Ok(event) = live.lease.events.try_recv() {
-            let _ = self.on_event(live, request, sink, event).await;
+            let _ = Box::pin(self.on_event(live, request, sink, event)).await;
         }
         if request.log_level.is_none() || live.lease.lane.transport() != "http" {
             return;
         }
+        Box::pin(self.linger_for_logs(live, request, sink)).await;
+    }
+
+    /// The `LOG_LINGER` wait of [`Self::settle`] (boxed: only calls that asked for logs take it).
+    async fn linger_for_logs(
+        &self,
+        live: &mut LiveCall,
+        request: &FrontRequest,
+        sink: &mut ResponseSink,
+    ) {
         let deadline = tokio::time::Instant::now() + LOG_LINGER;
         loop {
             tokio::select! {
                 event = live.lease.events.recv() => match event {
                     Some(event) => {
-                        let _ = self.on_event(live, request, sink, event).await;
+                        let _ = Box::pin(self.on_event(live, request, sink, event)).await;
                     }
                     None => return,
                 },

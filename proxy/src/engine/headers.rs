@@ -55,12 +55,12 @@ impl Engine {
         let (mut outcome, loaded) = match decided {
             Some(decided) => decided,
             None => {
-                let known = self.tool_headers(&pool, profile, None).await?;
+                let known = Box::pin(self.tool_headers(&pool, profile, None)).await?;
                 (verdict(&known), known.loaded)
             }
         };
         if outcome.is_err() && loaded.elapsed() >= TOOL_HEADERS_RECHECK_AFTER {
-            let fresh = self.tool_headers(&pool, profile, Some(loaded)).await?;
+            let fresh = Box::pin(self.tool_headers(&pool, profile, Some(loaded))).await?;
             outcome = verdict(&fresh);
         }
         outcome.map_err(|problem| {

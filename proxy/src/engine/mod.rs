@@ -279,12 +279,16 @@ impl Engine {
     ) {
         let profile = CapabilityProfile::from_client_capabilities(&request.client_capabilities);
         self.note_client_deprecations(&request, &profile);
+        // The future of a request is as large as its largest path, and it is moved into its
+        // task on every request: the paths other than a new call's are boxed, so only the ones
+        // that take them pay for them (bench/proxy-vs-nginx.md).
         let answer: Answer = match route(&request.method) {
-            Route::Discover => Some(self.discover(&request).await.map(Reply::Tree)),
-            Route::PassThrough => Some(self.pass_through(&request, &profile, &sink).await),
+            Route::Discover => Some(Box::pin(self.discover(&request)).await.map(Reply::Tree)),
+            Route::PassThrough => {
+                Some(Box::pin(self.pass_through(&request, &profile, &sink)).await)
+            }
             Route::Call => self.call(&request, profile, &mut sink, forwarded).await,
-            Route::Listen => self
-                .listen(&request, &mut sink)
+            Route::Listen => Box::pin(self.listen(&request, &mut sink))
                 .await
                 .map(|outcome| outcome.map(Reply::Tree)),
             Route::Unknown => Some(Err(ErrorObject::new(
@@ -312,7 +316,7 @@ impl Engine {
         match request.params.get("requestState") {
             None => self.start(request, profile, sink).await,
             Some(Value::String(state)) => {
-                self.resume(request, profile, state, sink, forwarded).await
+                Box::pin(self.resume(request, profile, state, sink, forwarded)).await
             }
             Some(_) => Some(Err(wire::invalid_params("`requestState` must be a string"))),
         }

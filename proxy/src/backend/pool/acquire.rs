@@ -247,7 +247,8 @@ impl PoolShared {
             match plan(self)? {
                 Plan::Take(lane) => return Ok(lane),
                 Plan::Create { recycle } => {
-                    return self.create_slot(profile, recycle, leased).await;
+                    // Boxed: a lane's start is a large future, and rare (bench/proxy-vs-nginx.md).
+                    return Box::pin(self.create_slot(profile, recycle, leased)).await;
                 }
                 Plan::Wait => {
                     if self.relief_coming() {
@@ -361,7 +362,7 @@ impl LanePool {
             match self.shared.plan_shared(profile)? {
                 Plan::Take(lane) => return Ok(lane),
                 Plan::Create { recycle } => {
-                    return self.shared.create_slot(profile, recycle, false).await;
+                    return Box::pin(self.shared.create_slot(profile, recycle, false)).await;
                 }
                 Plan::Wait => {
                     let _ = tokio::time::timeout(RESCAN, changed).await;
