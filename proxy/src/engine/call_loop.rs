@@ -51,7 +51,8 @@ pub(super) struct PendingInput {
 pub(super) struct LiveCall {
     pub(super) lease: Lease,
     pub(super) call: PendingCall,
-    pub(super) method: String,
+    /// Borrowed for the 2026-07-28 methods ([`crate::metrics::method_label`]): no copy per call.
+    pub(super) method: std::borrow::Cow<'static, str>,
     /// Digest of the front params; computed when the call first pauses (a call that never
     /// pauses never needs it).
     pub(super) params_digest: Option<[u8; 32]>,
@@ -232,7 +233,7 @@ impl Engine {
         let live = LiveCall {
             lease,
             call,
-            method: request.method.clone(),
+            method: crate::metrics::method_label(&request.method),
             params_digest: None,
             principal: request.principal.clone(),
             profile,

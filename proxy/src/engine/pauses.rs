@@ -166,7 +166,7 @@ impl PauseBook {
             })
             .collect();
         let input_keys: Vec<String> = live.pending.keys().cloned().collect();
-        let method = live.method.clone();
+        let method = live.method.to_string();
         let parked = {
             // Count and insert under one lock, so concurrent pauses cannot overshoot the caps.
             let mut paused = self.live();
