@@ -5,6 +5,11 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
+mod raw;
+
+pub(crate) use raw::parse_raw_text;
+pub use raw::{parse_raw_response, Added, RawResult};
+
 /// Error codes. The `-32020..-32099` range is reserved by MCP 2026-07-28: the proxy emits only the
 /// three codes it defines there, and never the legacy `-32002` / `-32042`.
 pub mod codes {
@@ -148,103 +153,6 @@ impl Reply {
             }),
         }
     }
-}
-
-/// A result as JSON text (no `Value` tree is built), plus members to write at the start of the
-/// object. The text never contains a line break (see [`parse_raw_response`]), so front lines and
-/// SSE events stay single-line.
-#[derive(Debug, Clone)]
-pub struct RawResult {
-    raw: Box<RawValue>,
-    /// Complete members (`"key":value`), comma-separated, without a trailing comma; may be empty.
-    prefix: String,
-}
-
-impl RawResult {
-    /// The JSON text as the legacy server sent it.
-    pub fn text(&self) -> &str {
-        self.raw.get()
-    }
-
-    /// Whether the result is a JSON object (only objects get members added).
-    pub fn is_object(&self) -> bool {
-        self.raw.get().starts_with('{')
-    }
-
-    /// Adds `member` (`"key":value`, valid JSON) at the start of the object. Only for objects
-    /// that do not have the key already.
-    pub fn push_member(&mut self, member: &str) {
-        debug_assert!(self.is_object());
-        if !self.prefix.is_empty() {
-            self.prefix.push(',');
-        }
-        self.prefix.push_str(member);
-    }
-
-    /// Appends the result, with the added members, to `out`.
-    pub fn write_to(&self, out: &mut Vec<u8>) {
-        let text = self.raw.get();
-        if self.prefix.is_empty() {
-            out.extend_from_slice(text.as_bytes());
-            return;
-        }
-        let rest = &text[1..]; // after `{`
-        out.push(b'{');
-        out.extend_from_slice(self.prefix.as_bytes());
-        if !rest.trim_start().starts_with('}') {
-            out.push(b',');
-        }
-        out.extend_from_slice(rest.as_bytes());
-    }
-
-    /// The result, with the added members, as a `Value` tree.
-    pub fn to_value(&self) -> Result<Value, serde_json::Error> {
-        let mut text = Vec::with_capacity(self.raw.get().len() + self.prefix.len() + 1);
-        self.write_to(&mut text);
-        serde_json::from_slice(&text)
-    }
-}
-
-/// Compares the JSON values, not the texts.
-impl PartialEq for RawResult {
-    fn eq(&self, other: &Self) -> bool {
-        match (self.to_value(), other.to_value()) {
-            (Ok(one), Ok(other)) => one == other,
-            _ => self.raw.get() == other.raw.get() && self.prefix == other.prefix,
-        }
-    }
-}
-
-/// The envelope of a successful response, with the result left as text.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawResultEnvelope<'a> {
-    jsonrpc: &'a str,
-    id: Value,
-    result: Box<RawValue>,
-}
-
-/// The fast path for a successful response (`{"jsonrpc":"2.0","id":…,"result":…}` and nothing
-/// else): the result is checked to be valid JSON but kept as text. `None` for everything else
-/// (requests, notifications, errors, batches, unknown or duplicate members, an escaped
-/// `jsonrpc`, and any text with a line break), which [`Message::parse_batch`] then reads.
-pub fn parse_raw_response(bytes: &[u8]) -> Option<Message> {
-    if bytes.first() != Some(&b'{') || memchr::memchr2(b'\n', b'\r', bytes).is_some() {
-        return None;
-    }
-    let envelope: RawResultEnvelope<'_> = serde_json::from_slice(bytes).ok()?;
-    let id = envelope.id;
-    if envelope.jsonrpc != "2.0" || !(id.is_string() || id.is_i64() || id.is_u64() || id.is_null())
-    {
-        return None;
-    }
-    Some(Message::RawResponse {
-        id,
-        result: RawResult {
-            raw: envelope.result,
-            prefix: String::new(),
-        },
-    })
 }
 
 /// The members of a message object that [`Message::from_value`] reads (the last of duplicates,
@@ -544,7 +452,7 @@ impl Message {
     /// `Value` serialisation, not necessarily in the same order or spacing).
     pub fn to_vec(&self) -> Vec<u8> {
         if let Message::RawResponse { id, result } = self {
-            let mut out = Vec::with_capacity(result.text().len() + result.prefix.len() + 48);
+            let mut out = Vec::with_capacity(result.text().len() + result.added_len() + 48);
             out.extend_from_slice(b"{\"id\":");
             serde_json::to_writer(&mut out, id).expect("an id always serialises");
             out.extend_from_slice(b",\"jsonrpc\":\"2.0\",\"result\":");

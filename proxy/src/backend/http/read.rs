@@ -99,7 +99,7 @@ impl HttpShared {
                     if let Some(data) = frame.data_ref() {
                         parser.feed_with(data, |event, data| {
                             if event == "message" {
-                                self.process_bytes(data.as_bytes(), call);
+                                self.core.handle_text_from(data, "http response", call);
                             } else {
                                 tracing::debug!(event, "SSE event of another type ignored");
                             }
