@@ -91,8 +91,9 @@ pub enum Message {
         outcome: Result<Value, ErrorObject>,
     },
     /// A successful response whose result is kept as the text the legacy server sent (the
-    /// pass-through fast path: no `Value` tree is built), with `prefix` (members such as
-    /// `"resultType":"complete"`) written at the start of the object. Only produced by the proxy.
+    /// pass-through fast path: no `Value` tree is built), with the members the front adds (such
+    /// as `"resultType":"complete"`) written at the start of the object. Only produced by the
+    /// proxy.
     RawResponse { id: Value, result: RawResult },
     /// A request whose `params` are JSON text (an object, without line breaks), written as they
     /// are: a front request's params spliced into the legacy request ([`crate::params`]). Only
@@ -452,7 +453,7 @@ impl Message {
     /// `Value` serialisation, not necessarily in the same order or spacing).
     pub fn to_vec(&self) -> Vec<u8> {
         if let Message::RawResponse { id, result } = self {
-            let mut out = Vec::with_capacity(result.text().len() + result.added_len() + 48);
+            let mut out = Vec::with_capacity(result.written_len() + 48);
             out.extend_from_slice(b"{\"id\":");
             serde_json::to_writer(&mut out, id).expect("an id always serialises");
             out.extend_from_slice(b",\"jsonrpc\":\"2.0\",\"result\":");

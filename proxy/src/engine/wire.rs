@@ -146,14 +146,14 @@ pub(super) fn decorate_reply(method: &str, reply: Reply) -> Result<Reply, ErrorO
         return Ok(Reply::Tree(decorate_result(method, result)));
     };
     if !result_type {
-        raw.push_member(r#""resultType":"complete""#);
+        raw.push(Added::ResultType);
     }
     if CACHEABLE.contains(&method) {
         if !ttl_ms {
-            raw.push_member(r#""ttlMs":0"#);
+            raw.push(Added::TtlMs);
         }
         if !cache_scope {
-            raw.push_member(r#""cacheScope":"private""#);
+            raw.push(Added::CacheScope);
         }
     }
     Ok(Reply::Raw(raw))

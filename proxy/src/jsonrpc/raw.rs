@@ -46,6 +46,15 @@ impl Added {
     fn bit(self) -> u8 {
         1 << self as u8
     }
+
+    /// The member as the front adds it (`"name":value`; the values of engine/wire.rs).
+    fn member(self) -> &'static str {
+        match self {
+            Added::ResultType => r#""resultType":"complete""#,
+            Added::TtlMs => r#""ttlMs":0"#,
+            Added::CacheScope => r#""cacheScope":"private""#,
+        }
+    }
 }
 
 /// A result as JSON text (no `Value` tree is built), plus members to write at the start of the
@@ -60,8 +69,9 @@ pub struct RawResult {
     span: Range<usize>,
     /// Which [`Added`] members the object has (bits), when the read learned it.
     present: Option<u8>,
-    /// Complete members (`"key":value`), comma-separated, without a trailing comma; may be empty.
-    prefix: String,
+    /// The [`Added`] members to write at the start of the object (bits; written in the order of
+    /// [`Added`], with no `String` built for them).
+    added: u8,
 }
 
 impl RawResult {
@@ -81,40 +91,58 @@ impl RawResult {
         self.present.map(|present| present & added.bit() != 0)
     }
 
-    /// Adds `member` (`"key":value`, valid JSON) at the start of the object. Only for objects
-    /// that do not have the key already.
-    pub fn push_member(&mut self, member: &str) {
+    /// Adds the member `added` at the start of the object. Only for objects that do not have it
+    /// already. Members are written in the order of [`Added`], whatever the order they are added.
+    pub fn push(&mut self, added: Added) {
         debug_assert!(self.is_object());
-        if !self.prefix.is_empty() {
-            self.prefix.push(',');
-        }
-        self.prefix.push_str(member);
+        self.added |= added.bit();
     }
 
-    /// At most how many bytes the added members take in [`RawResult::write_to`].
-    pub(super) fn added_len(&self) -> usize {
-        self.prefix.len() + 1
+    /// The added members, in the order they are written.
+    fn added(&self) -> impl Iterator<Item = Added> + '_ {
+        Added::ALL
+            .into_iter()
+            .filter(|added| self.added & added.bit() != 0)
+    }
+
+    /// Whether the object has members after its `{` (the added ones are then followed by `,`).
+    fn has_members(&self) -> bool {
+        !self.text()[1..].trim_start().starts_with('}')
+    }
+
+    /// How many bytes [`RawResult::write_to`] appends.
+    pub fn written_len(&self) -> usize {
+        let text = self.text().len();
+        if self.added == 0 {
+            return text;
+        }
+        let members: usize = self.added().map(|added| added.member().len() + 1).sum();
+        text + members - usize::from(!self.has_members())
     }
 
     /// Appends the result, with the added members, to `out`.
     pub fn write_to(&self, out: &mut Vec<u8>) {
         let text = self.text();
-        if self.prefix.is_empty() {
+        if self.added == 0 {
             out.extend_from_slice(text.as_bytes());
             return;
         }
-        let rest = &text[1..]; // after `{`
         out.push(b'{');
-        out.extend_from_slice(self.prefix.as_bytes());
-        if !rest.trim_start().starts_with('}') {
+        for (i, added) in self.added().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(added.member().as_bytes());
+        }
+        if self.has_members() {
             out.push(b',');
         }
-        out.extend_from_slice(rest.as_bytes());
+        out.extend_from_slice(text[1..].as_bytes()); // after `{`
     }
 
     /// The result, with the added members, as a `Value` tree.
     pub fn to_value(&self) -> Result<Value, serde_json::Error> {
-        let mut text = Vec::with_capacity(self.text().len() + self.added_len());
+        let mut text = Vec::with_capacity(self.written_len());
         self.write_to(&mut text);
         serde_json::from_slice(&text)
     }
@@ -125,7 +153,7 @@ impl PartialEq for RawResult {
     fn eq(&self, other: &Self) -> bool {
         match (self.to_value(), other.to_value()) {
             (Ok(one), Ok(other)) => one == other,
-            _ => self.text() == other.text() && self.prefix == other.prefix,
+            _ => self.text() == other.text() && self.added == other.added,
         }
     }
 }
@@ -153,7 +181,7 @@ pub fn parse_raw_response(bytes: &[u8]) -> Option<Message> {
             span: 0..source.len(),
             source,
             present,
-            prefix: String::new(),
+            added: 0,
         },
     })
 }
@@ -173,7 +201,7 @@ pub(crate) fn parse_raw_text(text: String) -> Result<Message, String> {
             span: span.start + offset..span.end + offset,
             source: text,
             present,
-            prefix: String::new(),
+            added: 0,
         },
     })
 }

@@ -43,23 +43,32 @@ fn successful_responses_take_the_raw_path_and_everything_else_does_not() {
 
 #[test]
 fn raw_results_get_members_spliced_in_and_serialise_like_values() {
-    for (result, members, expected) in [
+    for (result, members, expected, written) in [
         (
             r#"{"a":1}"#,
-            &[r#""resultType":"complete""#][..],
+            &[Added::ResultType][..],
             json!({"a": 1, "resultType": "complete"}),
+            r#"{"resultType":"complete","a":1}"#,
         ),
         (
             "{ }",
-            &[r#""resultType":"complete""#, r#""ttlMs":0"#],
+            &[Added::ResultType, Added::TtlMs],
             json!({"resultType": "complete", "ttlMs": 0}),
+            r#"{"resultType":"complete","ttlMs":0 }"#,
+        ),
+        (
+            r#"{ "b" :[]}"#,
+            &[Added::CacheScope, Added::ResultType, Added::TtlMs],
+            json!({"b": [], "resultType": "complete", "ttlMs": 0, "cacheScope": "private"}),
+            r#"{"resultType":"complete","ttlMs":0,"cacheScope":"private", "b" :[]}"#,
         ),
         (
             r#"{"x":[1,{"y":null}]}"#,
             &[],
             json!({"x": [1, {"y": null}]}),
+            r#"{"x":[1,{"y":null}]}"#,
         ),
-        ("[1,2]", &[], json!([1, 2])),
+        ("[1,2]", &[], json!([1, 2]), "[1,2]"),
     ] {
         let text = format!(r#"{{"jsonrpc":"2.0","id":"k","result":{result}}}"#);
         let Some(Message::RawResponse { id, mut result }) = parse_raw_response(text.as_bytes())
@@ -67,9 +76,13 @@ fn raw_results_get_members_spliced_in_and_serialise_like_values() {
             panic!("{text}");
         };
         for member in members {
-            result.push_member(member);
+            result.push(*member);
         }
         assert_eq!(result.to_value().unwrap(), expected);
+        let mut out = Vec::new();
+        result.write_to(&mut out);
+        assert_eq!(String::from_utf8(out).unwrap(), written);
+        assert_eq!(result.written_len(), written.len());
         let message = Message::RawResponse { id, result };
         let line = message.to_line();
         assert!(!line.contains('\n'));
