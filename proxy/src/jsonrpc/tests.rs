@@ -269,3 +269,35 @@ fn batches_from_old_servers_are_read() {
     assert!(messages[0].is_ok() && messages[1].is_ok() && messages[2].is_err());
     assert!(Message::parse(b"[{}]").is_err());
 }
+
+/// A raw response's text is as long as the vector it is written to (no spare capacity), for
+/// every kind of id.
+#[test]
+fn raw_responses_fill_their_vector_exactly() {
+    for id in [
+        json!(0),
+        json!(9),
+        json!(10),
+        json!(u64::MAX),
+        json!(-1),
+        json!(i64::MIN),
+        json!(null),
+        json!("k"),
+        json!("a\"b\\c\u{1}é"),
+        json!(1.5),
+    ] {
+        let text = r#"{"jsonrpc":"2.0","id":1,"result":{"a":1}}"#;
+        let Some(Message::RawResponse { mut result, .. }) = parse_raw_response(text.as_bytes())
+        else {
+            panic!("{text}");
+        };
+        result.push(Added::ResultType);
+        let message = Message::RawResponse {
+            id: id.clone(),
+            result,
+        };
+        let out = message.to_vec();
+        assert_eq!(out.len(), out.capacity(), "{id}");
+        assert_eq!(out, serde_json::to_vec(&message).unwrap(), "{id}");
+    }
+}
