@@ -137,7 +137,7 @@ impl RawResult {
         if self.has_members() {
             out.push(b',');
         }
-        out.extend_from_slice(text[1..].as_bytes()); // after `{`
+        out.extend_from_slice(&text.as_bytes()[1..]); // after `{`
     }
 
     /// The result, with the added members, as a `Value` tree.
