@@ -330,16 +330,11 @@ impl<'de> Visitor<'de> for Envelope<'de> {
                 "id" if id.is_none() => id = Some(map.next_value::<Value>()?),
                 "result" if result.is_none() => {
                     let start = value_start(text, name).ok_or_else(give_up)?;
-                    let rest = &text[start..];
-                    let present = if !rest.starts_with('{') {
-                        map.next_value::<IgnoredAny>()?;
-                        None
-                    } else if may_name_added(rest) {
+                    let present = if text.as_bytes().get(start) == Some(&b'{') {
                         map.next_value_seed(Members)?
                     } else {
-                        // No member can be one of them: the object is only checked.
                         map.next_value::<IgnoredAny>()?;
-                        Some(0)
+                        None
                     };
                     result = Some((start..start, present));
                     open = true;
@@ -356,25 +351,6 @@ impl<'de> Visitor<'de> for Envelope<'de> {
         }
         Ok(Read { id, span, present })
     }
-}
-
-/// Whether a member name in `text` may be one of the [`Added`] names: the text spells one of
-/// them, or has a `\u` escape (any other escape decodes to a character no name has). Only a
-/// filter on bytes, never a reading of JSON: when it says no, no string of the text can decode
-/// to a name, so the result object is checked as a whole (serde_json's `IgnoredAny`, cheaper
-/// than visiting its members: callgrind, bench/proxy-vs-nginx.md); when it says maybe, the
-/// members are visited ([`Members`]).
-fn may_name_added(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    let spells = |at: usize, before: usize, name: &str| {
-        at >= before && bytes[at - before..].starts_with(name.as_bytes())
-    };
-    // The names' capitals: resultType, ttlMs, cacheScope.
-    memchr::memchr3_iter(b'T', b'M', b'S', bytes).any(|at| match bytes[at] {
-        b'T' => spells(at, 6, "resultType"),
-        b'M' => spells(at, 3, "ttlMs"),
-        _ => spells(at, 5, "cacheScope"),
-    }) || memchr::memchr_iter(b'\\', bytes).any(|at| bytes.get(at + 1) == Some(&b'u'))
 }
 
 /// The result object: which [`Added`] members it has (`None` when one of them is there twice),
