@@ -46,16 +46,20 @@ impl Added {
     fn bit(self) -> u8 {
         1 << self as u8
     }
-
-    /// The member as the front adds it (`"name":value`; the values of engine/wire.rs).
-    fn member(self) -> &'static str {
-        match self {
-            Added::ResultType => r#""resultType":"complete""#,
-            Added::TtlMs => r#""ttlMs":0"#,
-            Added::CacheScope => r#""cacheScope":"private""#,
-        }
-    }
 }
+
+/// The members the front adds (the values of engine/wire.rs), comma-separated, in the order of
+/// [`Added`], for each set of them (indexed by its bits): written as one slice.
+const ADDED_TEXT: [&str; 8] = [
+    "",
+    r#""resultType":"complete""#,
+    r#""ttlMs":0"#,
+    r#""resultType":"complete","ttlMs":0"#,
+    r#""cacheScope":"private""#,
+    r#""resultType":"complete","cacheScope":"private""#,
+    r#""ttlMs":0,"cacheScope":"private""#,
+    r#""resultType":"complete","ttlMs":0,"cacheScope":"private""#,
+];
 
 /// A result as JSON text (no `Value` tree is built), plus members to write at the start of the
 /// object. The text never contains a line break (see [`parse_raw_response`]), so front lines and
@@ -98,46 +102,36 @@ impl RawResult {
         self.added |= added.bit();
     }
 
-    /// The added members, in the order they are written.
-    fn added(&self) -> impl Iterator<Item = Added> + '_ {
-        Added::ALL
-            .into_iter()
-            .filter(|added| self.added & added.bit() != 0)
-    }
-
     /// Whether the object has members after its `{` (the added ones are then followed by `,`).
+    /// Only JSON's ASCII whitespace can come before them in the checked text.
     fn has_members(&self) -> bool {
-        !self.text()[1..].trim_start().starts_with('}')
+        let after = self.text().as_bytes()[1..].iter();
+        after.copied().find(|b| !b.is_ascii_whitespace()) != Some(b'}')
     }
 
     /// How many bytes [`RawResult::write_to`] appends.
     pub fn written_len(&self) -> usize {
         let text = self.text().len();
-        if self.added == 0 {
-            return text;
+        match ADDED_TEXT[usize::from(self.added)] {
+            "" => text,
+            added => text + added.len() + usize::from(self.has_members()),
         }
-        let members: usize = self.added().map(|added| added.member().len() + 1).sum();
-        text + members - usize::from(!self.has_members())
     }
 
     /// Appends the result, with the added members, to `out`.
     pub fn write_to(&self, out: &mut Vec<u8>) {
-        let text = self.text();
-        if self.added == 0 {
-            out.extend_from_slice(text.as_bytes());
+        let text = self.text().as_bytes();
+        let added = ADDED_TEXT[usize::from(self.added)];
+        if added.is_empty() {
+            out.extend_from_slice(text);
             return;
         }
         out.push(b'{');
-        for (i, added) in self.added().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            out.extend_from_slice(added.member().as_bytes());
-        }
+        out.extend_from_slice(added.as_bytes());
         if self.has_members() {
             out.push(b',');
         }
-        out.extend_from_slice(&text.as_bytes()[1..]); // after `{`
+        out.extend_from_slice(&text[1..]); // after `{`
     }
 
     /// The result, with the added members, as a `Value` tree.

@@ -203,3 +203,33 @@ proptest::proptest! {
         }
     }
 }
+
+/// Each set's text holds exactly its members, in the order of `Added`, with the front's values.
+#[test]
+fn the_added_text_of_each_set_holds_its_members_in_order() {
+    for bits in 0..8u8 {
+        let text = ADDED_TEXT[usize::from(bits)];
+        let object: serde_json::Map<String, Value> =
+            serde_json::from_str(&format!("{{{text}}}")).unwrap();
+        let mut at = 0;
+        for added in Added::ALL {
+            let name = format!("\"{}\"", added.name());
+            match text.find(&name) {
+                Some(position) => {
+                    assert!(bits & added.bit() != 0 && position >= at, "{text}");
+                    at = position;
+                }
+                None => assert!(bits & added.bit() == 0, "{text}"),
+            }
+        }
+        assert_eq!(object.len(), bits.count_ones() as usize, "{text}");
+        for (name, value) in &object {
+            let expected = match name.as_str() {
+                "resultType" => json!("complete"),
+                "ttlMs" => json!(0),
+                _ => json!("private"),
+            };
+            assert_eq!(value, &expected, "{text}");
+        }
+    }
+}
