@@ -457,7 +457,8 @@ impl Message {
             const MIDDLE: &[u8] = b",\"jsonrpc\":\"2.0\",\"result\":";
             // The exact length: a front turns the vector into `Bytes` without another allocation
             // when it is full (callgrind, bench/proxy-vs-nginx.md).
-            let len = HEAD.len() + id_len(id) + MIDDLE.len() + result.written_len() + 1;
+            let result = result.pieces();
+            let len = HEAD.len() + id_len(id) + MIDDLE.len() + result.len() + 1;
             let mut out = Vec::with_capacity(len);
             out.extend_from_slice(HEAD);
             serde_json::to_writer(&mut out, id).expect("an id always serialises");

@@ -102,36 +102,25 @@ impl RawResult {
         self.added |= added.bit();
     }
 
-    /// Whether the object has members after its `{` (the added ones are then followed by `,`).
-    /// Only JSON's ASCII whitespace can come before them in the checked text.
-    fn has_members(&self) -> bool {
-        let after = self.text().as_bytes()[1..].iter();
-        after.copied().find(|b| !b.is_ascii_whitespace()) != Some(b'}')
+    /// What [`RawResult::write_to`] writes, worked out once.
+    pub(super) fn pieces(&self) -> Pieces<'_> {
+        let text = self.text().as_bytes();
+        let added = ADDED_TEXT[usize::from(self.added)];
+        // Whether the object has members after its `{` (the added ones are then followed by
+        // `,`). Only JSON's ASCII whitespace can come before them in the checked text.
+        let comma =
+            !added.is_empty() && text[1..].iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'}');
+        Pieces { text, added, comma }
     }
 
     /// How many bytes [`RawResult::write_to`] appends.
     pub fn written_len(&self) -> usize {
-        let text = self.text().len();
-        match ADDED_TEXT[usize::from(self.added)] {
-            "" => text,
-            added => text + added.len() + usize::from(self.has_members()),
-        }
+        self.pieces().len()
     }
 
     /// Appends the result, with the added members, to `out`.
     pub fn write_to(&self, out: &mut Vec<u8>) {
-        let text = self.text().as_bytes();
-        let added = ADDED_TEXT[usize::from(self.added)];
-        if added.is_empty() {
-            out.extend_from_slice(text);
-            return;
-        }
-        out.push(b'{');
-        out.extend_from_slice(added.as_bytes());
-        if self.has_members() {
-            out.push(b',');
-        }
-        out.extend_from_slice(&text[1..]); // after `{`
+        self.pieces().write_to(out);
     }
 
     /// The result, with the added members, as a `Value` tree.
@@ -152,7 +141,34 @@ impl PartialEq for RawResult {
     }
 }
 
-/// What [`read`] found: the id, where the result is, and which [`Added`] members it has.
+/// A raw result as it is written: its text, or `{`, the added members, a comma when the object
+/// has members of its own, and the text after its `{`.
+pub(super) struct Pieces<'a> {
+    text: &'a [u8],
+    added: &'static str,
+    comma: bool,
+}
+
+impl Pieces<'_> {
+    pub(super) fn len(&self) -> usize {
+        self.text.len() + self.added.len() + usize::from(self.comma)
+    }
+
+    pub(super) fn write_to(&self, out: &mut Vec<u8>) {
+        if self.added.is_empty() {
+            out.extend_from_slice(self.text);
+            return;
+        }
+        out.push(b'{');
+        out.extend_from_slice(self.added.as_bytes());
+        if self.comma {
+            out.push(b',');
+        }
+        out.extend_from_slice(&self.text[1..]); // after `{`
+    }
+}
+
+/// What [`read`] found/// What [`read`] found: the id, where the result is, and which [`Added`] members it has.
 #[derive(Debug, PartialEq)]
 struct Read {
     id: Value,
