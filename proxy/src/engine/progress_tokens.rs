@@ -56,9 +56,7 @@ impl ProgressTokens {
     /// Whether a new call (`method`, front `params`) is sent with a proxy-minted progress token.
     pub(super) fn wanted(&self, method: &str, params: &impl ParamsRead) -> bool {
         client_asked_for_progress(params)
-            || with_call_kind(method, params, |kind| {
-                self.kinds().get(kind) != Some(&Seen::Quiet)
-            })
+            || with_call_kind(method, params, |kind| self.kinds().get(kind) != Some(&Seen::Quiet))
     }
 
     /// A call of this kind asked the client something: its kind's calls get a token from now on.

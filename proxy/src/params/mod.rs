@@ -215,7 +215,10 @@ impl Params {
         use crate::front::validate::meta_keys;
         match &mut self.0 {
             Repr::Raw(raw) => match &mut raw.scanned.meta {
-                Meta::Object(slots) => (slots.client_capabilities.take(), slots.client_info.take()),
+                Meta::Object(slots) => (
+                    slots.client_capabilities.take(),
+                    slots.client_info.take(),
+                ),
                 _ => (None, None),
             },
             Repr::Tree(_) => match self.meta() {
