@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 
 use crate::backend::BackendError;
 use crate::capabilities::CapabilityProfile;
-use crate::jsonrpc::{codes, ErrorObject, RawResult, Reply};
+use crate::jsonrpc::{codes, Added, ErrorObject, RawResult, Reply};
 
 /// Results that must carry `ttlMs` and `cacheScope` (SEP-2549).
 const CACHEABLE: &[&str] = &[
@@ -95,8 +95,8 @@ pub(super) fn decorate_result(method: &str, mut result: Value) -> Value {
 }
 
 /// Which of the members [`decorate_result`] adds a raw result object has already (each read
-/// without building a `Value`). A duplicate of one of them fails the read (then the `Value` path,
-/// whose last duplicate wins, decides).
+/// without building a `Value`), for a result whose read did not learn it. A duplicate of one of
+/// them fails the read (then the `Value` path, whose last duplicate wins, decides).
 #[derive(serde::Deserialize)]
 struct DecoratedMembers {
     #[serde(rename = "resultType", default)]
@@ -118,6 +118,21 @@ impl<'de> serde::Deserialize<'de> for Present {
     }
 }
 
+/// Which of `resultType`, `ttlMs`, `cacheScope` a raw result object has: learned when it was
+/// read (jsonrpc/raw.rs), else read from its text now; `None` when one is there twice.
+fn decorated_members(raw: &RawResult) -> Option<[bool; 3]> {
+    let known = [Added::ResultType, Added::TtlMs, Added::CacheScope].map(|added| raw.has(added));
+    if let [Some(result_type), Some(ttl_ms), Some(cache_scope)] = known {
+        return Some([result_type, ttl_ms, cache_scope]);
+    }
+    let members = serde_json::from_str::<DecoratedMembers>(raw.text()).ok()?;
+    Some([
+        members.result_type.0,
+        members.ttl_ms.0,
+        members.cache_scope.0,
+    ])
+}
+
 /// [`decorate_result`] for a reply: a raw result object gets the same members added to its text
 /// (no `Value` tree); anything unusual falls back to the `Value` path.
 pub(super) fn decorate_reply(method: &str, reply: Reply) -> Result<Reply, ErrorObject> {
@@ -126,19 +141,19 @@ pub(super) fn decorate_reply(method: &str, reply: Reply) -> Result<Reply, ErrorO
         Reply::Raw(raw) if !raw.is_object() => return Ok(Reply::Raw(raw)),
         Reply::Raw(raw) => raw,
     };
-    let Ok(members) = serde_json::from_str::<DecoratedMembers>(raw.text()) else {
+    let Some([result_type, ttl_ms, cache_scope]) = decorated_members(&raw) else {
         let result = Reply::Raw(raw).into_value()?;
         return Ok(Reply::Tree(decorate_result(method, result)));
     };
-    if !members.result_type.0 {
-        raw.push_member(r#""resultType":"complete""#);
+    if !result_type {
+        raw.push(Added::ResultType);
     }
     if CACHEABLE.contains(&method) {
-        if !members.ttl_ms.0 {
-            raw.push_member(r#""ttlMs":0"#);
+        if !ttl_ms {
+            raw.push(Added::TtlMs);
         }
-        if !members.cache_scope.0 {
-            raw.push_member(r#""cacheScope":"private""#);
+        if !cache_scope {
+            raw.push(Added::CacheScope);
         }
     }
     Ok(Reply::Raw(raw))

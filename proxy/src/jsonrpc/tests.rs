@@ -43,23 +43,32 @@ fn successful_responses_take_the_raw_path_and_everything_else_does_not() {
 
 #[test]
 fn raw_results_get_members_spliced_in_and_serialise_like_values() {
-    for (result, members, expected) in [
+    for (result, members, expected, written) in [
         (
             r#"{"a":1}"#,
-            &[r#""resultType":"complete""#][..],
+            &[Added::ResultType][..],
             json!({"a": 1, "resultType": "complete"}),
+            r#"{"resultType":"complete","a":1}"#,
         ),
         (
             "{ }",
-            &[r#""resultType":"complete""#, r#""ttlMs":0"#],
+            &[Added::ResultType, Added::TtlMs],
             json!({"resultType": "complete", "ttlMs": 0}),
+            r#"{"resultType":"complete","ttlMs":0 }"#,
+        ),
+        (
+            r#"{ "b" :[]}"#,
+            &[Added::CacheScope, Added::ResultType, Added::TtlMs],
+            json!({"b": [], "resultType": "complete", "ttlMs": 0, "cacheScope": "private"}),
+            r#"{"resultType":"complete","ttlMs":0,"cacheScope":"private", "b" :[]}"#,
         ),
         (
             r#"{"x":[1,{"y":null}]}"#,
             &[],
             json!({"x": [1, {"y": null}]}),
+            r#"{"x":[1,{"y":null}]}"#,
         ),
-        ("[1,2]", &[], json!([1, 2])),
+        ("[1,2]", &[], json!([1, 2]), "[1,2]"),
     ] {
         let text = format!(r#"{{"jsonrpc":"2.0","id":"k","result":{result}}}"#);
         let Some(Message::RawResponse { id, mut result }) = parse_raw_response(text.as_bytes())
@@ -67,9 +76,13 @@ fn raw_results_get_members_spliced_in_and_serialise_like_values() {
             panic!("{text}");
         };
         for member in members {
-            result.push_member(member);
+            result.push(*member);
         }
         assert_eq!(result.to_value().unwrap(), expected);
+        let mut out = Vec::new();
+        result.write_to(&mut out);
+        assert_eq!(String::from_utf8(out).unwrap(), written);
+        assert_eq!(result.written_len(), written.len());
         let message = Message::RawResponse { id, result };
         let line = message.to_line();
         assert!(!line.contains('\n'));
@@ -255,4 +268,36 @@ fn batches_from_old_servers_are_read() {
     assert_eq!(messages.len(), 3);
     assert!(messages[0].is_ok() && messages[1].is_ok() && messages[2].is_err());
     assert!(Message::parse(b"[{}]").is_err());
+}
+
+/// A raw response's text is as long as the vector it is written to (no spare capacity), for
+/// every kind of id.
+#[test]
+fn raw_responses_fill_their_vector_exactly() {
+    for id in [
+        json!(0),
+        json!(9),
+        json!(10),
+        json!(u64::MAX),
+        json!(-1),
+        json!(i64::MIN),
+        json!(null),
+        json!("k"),
+        json!("a\"b\\c\u{1}é"),
+        json!(1.5),
+    ] {
+        let text = r#"{"jsonrpc":"2.0","id":1,"result":{"a":1}}"#;
+        let Some(Message::RawResponse { mut result, .. }) = parse_raw_response(text.as_bytes())
+        else {
+            panic!("{text}");
+        };
+        result.push(Added::ResultType);
+        let message = Message::RawResponse {
+            id: id.clone(),
+            result,
+        };
+        let out = message.to_vec();
+        assert_eq!(out.len(), out.capacity(), "{id}");
+        assert_eq!(out, serde_json::to_vec(&message).unwrap(), "{id}");
+    }
 }

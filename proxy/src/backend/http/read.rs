@@ -97,13 +97,13 @@ impl HttpShared {
                 }
                 Some(Ok(frame)) => {
                     if let Some(data) = frame.data_ref() {
-                        for event in parser.feed(data) {
-                            if event.event == "message" {
-                                self.process_bytes(event.data.as_bytes(), call);
+                        parser.feed_with(data, |event, data| {
+                            if event == "message" {
+                                self.core.handle_text_from(data, "http response", call);
                             } else {
-                                tracing::debug!(event = %event.event, "SSE event of another type ignored");
+                                tracing::debug!(event, "SSE event of another type ignored");
                             }
-                        }
+                        });
                     }
                 }
             }

@@ -33,6 +33,38 @@ impl LaneCore {
             self.handle_from(message, call);
             return 1;
         }
+        self.handle_parsed(bytes, source, call)
+    }
+
+    /// [`LaneCore::handle_bytes_from`] for output the caller hands over (an SSE event's data): a
+    /// successful response's result stays in that text, not copied (callgrind,
+    /// bench/proxy-vs-nginx.md).
+    pub fn handle_text_from(
+        self: &Arc<Self>,
+        text: String,
+        source: &'static str,
+        call: Option<&Value>,
+    ) -> usize {
+        let call = call.and_then(legacy_id_key);
+        if text.trim_ascii().is_empty() {
+            return 0;
+        }
+        match crate::jsonrpc::parse_raw_text(text) {
+            Ok(message) => {
+                self.handle_from(message, call);
+                1
+            }
+            Err(text) => self.handle_parsed(text.trim_ascii().as_bytes(), source, call),
+        }
+    }
+
+    /// Routes output that is not a plain successful response (`bytes` trimmed, not empty).
+    fn handle_parsed(
+        self: &Arc<Self>,
+        bytes: &[u8],
+        source: &'static str,
+        call: Option<u64>,
+    ) -> usize {
         match Message::parse_batch(bytes) {
             Ok(messages) => {
                 let mut routed = 0;

@@ -223,3 +223,43 @@ async fn responses_and_progress_reach_their_call() {
     ));
     assert!(core.start_request("x", Value::Null, 0, None).is_err());
 }
+
+/// What the POST reader hands over (an SSE event's data) is routed as the same bytes are: the
+/// same count, the same outcome for the call, whatever the unit holds.
+#[tokio::test]
+async fn handed_over_text_is_routed_as_its_bytes_are() {
+    for unit in [
+        " {\"jsonrpc\":\"2.0\",\"id\":ID,\"result\":{\"a\":1,\"resultType\":null}}\t",
+        "{\"result\":[1],\"jsonrpc\":\"2.0\",\"id\":ID}",
+        "{\"jsonrpc\":\"2.0\",\"id\":ID,\"result\":{\"\\ud800\":1}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":ID,\"error\":{\"code\":-32000,\"message\":\"no\"}}",
+        "[{\"jsonrpc\":\"2.0\",\"id\":ID,\"result\":{}}]",
+        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":ID,\"result\":{\"a\":}}",
+        "not json",
+        " \t",
+    ] {
+        let mut seen = Vec::new();
+        for text in [true, false] {
+            let (core, _) = core(&[]);
+            let (_, call, _) = core.start_request("x", Value::Null, 0, None).unwrap();
+            let unit = unit.replace("ID", &call.legacy_id.to_string());
+            let routed = if text {
+                core.handle_text_from(unit.clone(), "test", None)
+            } else {
+                core.handle_bytes_from(unit.as_bytes(), "test", None)
+            };
+            core.mark_dead();
+            let outcome = match call.response.await.unwrap() {
+                Ok(Ok(Reply::Raw(raw))) => {
+                    Ok(Ok((Some(raw.text().to_owned()), raw.to_value().ok())))
+                }
+                Ok(Ok(Reply::Tree(tree))) => Ok(Ok((None, Some(tree)))),
+                Ok(Err(error)) => Ok(Err(error)),
+                Err(error) => Err(error.to_string()),
+            };
+            seen.push((routed, outcome));
+        }
+        assert_eq!(seen[0], seen[1], "{unit}");
+    }
+}
