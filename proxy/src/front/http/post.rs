@@ -309,11 +309,12 @@ mod tests {
     use http_body_util::StreamBody;
     use hyper::body::Frame;
 
-    fn body(
-        frames: Vec<Result<Frame<Bytes>, &'static str>>,
-    ) -> StreamBody<
+    type Frames = Vec<Result<Frame<Bytes>, &'static str>>;
+    type TestBody = StreamBody<
         futures_util::stream::Iter<std::vec::IntoIter<Result<Frame<Bytes>, &'static str>>>,
-    > {
+    >;
+
+    fn body(frames: Frames) -> TestBody {
         StreamBody::new(futures_util::stream::iter(frames))
     }
 
