@@ -10,7 +10,7 @@
 //! listed in docs/proxy/operations.md.
 
 use std::borrow::Cow;
-use std::sync::{LazyLock, Mutex};
+use std::sync::{LazyLock, Mutex, OnceLock};
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -39,10 +39,7 @@ struct MethodLabel {
 /// A method as a label: the 2026-07-28 request methods borrowed, so that counting a request
 /// allocates nothing (callgrind, bench/proxy-vs-nginx.md); any other method copied.
 pub fn method_label(method: &str) -> Cow<'static, str> {
-    match crate::front::validate::CLIENT_REQUEST_METHODS
-        .iter()
-        .find(|known| **known == method)
-    {
+    match KNOWN_METHODS.iter().find(|known| **known == method) {
         Some(known) => Cow::Borrowed(known),
         None => Cow::Owned(method.to_owned()),
     }
@@ -101,8 +98,21 @@ impl Outcome {
     }
 }
 
+/// The methods [`method_label`] borrows; [`Metrics`] keeps their request series at hand.
+const KNOWN_METHODS: &[&str] = &crate::front::validate::CLIENT_REQUEST_METHODS;
+
+/// The request series of one known method, taken from the families on first use.
+#[derive(Default)]
+struct KnownMethodSeries {
+    /// By [`Outcome`].
+    requests: [OnceLock<Counter>; 4],
+    duration: OnceLock<Histogram>,
+}
+
 /// Every metric of the proxy. Cheap to update from any thread.
 pub struct Metrics {
+    /// By index in [`KNOWN_METHODS`].
+    known_methods: Vec<KnownMethodSeries>,
     registry: Registry,
     requests: Family<MethodOutcome, Counter>,
     request_duration: HistogramFamily<MethodLabel>,
@@ -255,6 +265,10 @@ impl Metrics {
             legacy_sessions_ended.clone(),
         );
         Metrics {
+            known_methods: KNOWN_METHODS
+                .iter()
+                .map(|_| KnownMethodSeries::default())
+                .collect(),
             registry,
             era_requests,
             legacy_sessions,
@@ -324,6 +338,36 @@ impl Metrics {
     /// A front request ended.
     pub fn request_finished(&self, method: Cow<'static, str>, outcome: Outcome, elapsed: Duration) {
         self.in_flight.dec();
+        // A 2026-07-28 method: its series, looked up in the families once (a lookup hashes the
+        // labels and takes the family's lock: callgrind, bench/proxy-vs-nginx.md).
+        if let Some(known) = KNOWN_METHODS
+            .iter()
+            .position(|known| std::ptr::eq(*known, &*method))
+            .and_then(|at| self.known_methods.get(at))
+        {
+            let requests = &known.requests[outcome as usize];
+            requests
+                .get_or_init(|| {
+                    self.requests
+                        .get_or_create(&MethodOutcome {
+                            method: method.clone(),
+                            outcome: outcome.label(),
+                        })
+                        .clone()
+                })
+                .inc();
+            known
+                .duration
+                .get_or_init(|| {
+                    self.request_duration
+                        .get_or_create(&MethodLabel {
+                            method: method.clone(),
+                        })
+                        .clone()
+                })
+                .observe(elapsed.as_secs_f64());
+            return;
+        }
         self.requests
             .get_or_create(&MethodOutcome {
                 method: method.clone(),
@@ -450,6 +494,26 @@ mod tests {
             Outcome::InputRequired,
             Duration::from_millis(3),
         );
+        // The same series whether the method comes borrowed (kept at hand) or as a copy
+        // (looked up in the family), and any other method in its own.
+        metrics.request_started();
+        metrics.request_finished(
+            Cow::Owned("tools/call".to_owned()),
+            Outcome::InputRequired,
+            Duration::from_millis(3),
+        );
+        metrics.request_started();
+        metrics.request_finished(
+            method_label("tools/call"),
+            Outcome::Ok,
+            Duration::from_millis(3),
+        );
+        metrics.request_started();
+        metrics.request_finished(
+            method_label("initialize"),
+            Outcome::Error,
+            Duration::from_millis(3),
+        );
         metrics.rejection("state_tampered");
         metrics.rejection("state_tampered");
         metrics.round("tools/call");
@@ -464,11 +528,19 @@ mod tests {
         let expect = [
             (
                 "mcp_proxy_requests_total{method=\"tools/call\",outcome=\"input_required\"}",
+                2.0,
+            ),
+            (
+                "mcp_proxy_requests_total{method=\"tools/call\",outcome=\"ok\"}",
+                1.0,
+            ),
+            (
+                "mcp_proxy_requests_total{method=\"initialize\",outcome=\"error\"}",
                 1.0,
             ),
             (
                 "mcp_proxy_request_duration_seconds_count{method=\"tools/call\"}",
-                1.0,
+                3.0,
             ),
             ("mcp_proxy_requests_in_flight", 0.0),
             ("mcp_proxy_rejections_total{reason=\"state_tampered\"}", 2.0),
