@@ -502,13 +502,8 @@ impl Message {
 
 /// How many bytes serde_json writes for `id`.
 fn id_len(id: &Value) -> usize {
-    fn digits(mut n: u64) -> usize {
-        let mut count = 1;
-        while n >= 10 {
-            n /= 10;
-            count += 1;
-        }
-        count
+    fn digits(n: u64) -> usize {
+        n.checked_ilog10().map_or(1, |log| log as usize + 1)
     }
     /// Counts what is written.
     struct Count(usize);

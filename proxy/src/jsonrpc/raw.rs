@@ -22,6 +22,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::Message;
+use crate::json_spans::{key_span, value_end, value_start, WS};
 
 /// A member the front adds to a result object when it is not there (engine/wire.rs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,7 +169,7 @@ impl Pieces<'_> {
     }
 }
 
-/// What [`read`] found/// What [`read`] found: the id, where the result is, and which [`Added`] members it has.
+/// What [`read`] found: the id, where the result is, and which [`Added`] members it has.
 #[derive(Debug, PartialEq)]
 struct Read {
     id: Value,
@@ -270,9 +271,6 @@ fn scan(text: &str, refused: &Cell<bool>) -> Option<Read> {
     Some(read)
 }
 
-/// JSON's whitespace (line breaks excluded: the text has none).
-const WS: [char; 2] = [' ', '\t'];
-
 /// Gives up: [`parse_envelope`] decides.
 fn give_up<E: serde::de::Error>() -> E {
     E::custom("left to the envelope read")
@@ -283,23 +281,6 @@ fn give_up<E: serde::de::Error>() -> E {
 fn refuse<E: serde::de::Error>(refused: &Cell<bool>) -> E {
     refused.set(true);
     E::custom("not a plain successful response")
-}
-
-/// Where the value of the member whose name `name` (borrowed from `text`) is starts.
-fn value_start(text: &str, name: &str) -> Option<usize> {
-    let key_end = name.as_ptr() as usize - text.as_ptr() as usize + name.len() + 1;
-    let rest = text
-        .get(key_end..)?
-        .trim_start_matches(WS)
-        .strip_prefix(':')?;
-    Some(text.len() - rest.trim_start_matches(WS).len())
-}
-
-/// Where a value ends that serde_json read and followed with `separator` (`,` or `}`), the
-/// next token after which starts at `next`.
-fn value_end(text: &str, next: usize, separator: char) -> Option<usize> {
-    let before = text.get(..next)?.trim_end_matches(WS);
-    Some(before.strip_suffix(separator)?.trim_end_matches(WS).len())
 }
 
 /// The response object.
@@ -323,8 +304,7 @@ impl<'de> Visitor<'de> for Envelope<'de> {
         let mut open = false;
         while let Some(name) = map.next_key::<&'de str>()? {
             if std::mem::take(&mut open) {
-                let key_start = name.as_ptr() as usize - text.as_ptr() as usize - 1;
-                let end = value_end(text, key_start, ',').ok_or_else(give_up)?;
+                let end = value_end(text, key_span(text, name).0, ',').ok_or_else(give_up)?;
                 if let Some((span, _)) = &mut result {
                     span.end = end;
                 }
@@ -339,7 +319,7 @@ impl<'de> Visitor<'de> for Envelope<'de> {
                 }
                 "id" if id.is_none() => id = Some(map.next_value::<Value>()?),
                 "result" if result.is_none() => {
-                    let start = value_start(text, name).ok_or_else(give_up)?;
+                    let start = value_start(text, key_span(text, name).1).ok_or_else(give_up)?;
                     let present = if text.as_bytes().get(start) == Some(&b'{') {
                         map.next_value_seed(Members)?
                     } else {

@@ -98,32 +98,28 @@ pub(super) fn scan_request(text: &str) -> Option<ScannedRequest> {
     Some(request)
 }
 
-/// JSON's whitespace.
-const WS: [char; 4] = [' ', '\t', '\n', '\r'];
+use crate::json_spans::WS;
 
 /// Gives up: the caller parses the message as a `Value`.
 fn give_up<E: serde::de::Error>() -> E {
     E::custom("left to the Value parse")
 }
 
-/// The span of a member name (quotes included), from the name serde_json borrowed from `text`.
+/// [`crate::json_spans::key_span`] as a [`Span`] (a message is far below 4 GiB: the front's
+/// size limit).
 fn key_span(text: &str, name: &str) -> Span {
-    let start = name.as_ptr() as usize - text.as_ptr() as usize - 1;
-    (start as u32, (start + name.len() + 2) as u32)
+    let (start, end) = crate::json_spans::key_span(text, name);
+    (start as u32, end as u32)
 }
 
-/// Where the value of the member whose name ends at `key_end` starts (past the `:`).
+/// [`crate::json_spans::value_start`] in a [`Span`]'s units.
 fn value_start(text: &str, key_end: u32) -> Option<u32> {
-    let rest = text.get(key_end as usize..)?;
-    let rest = rest.trim_start_matches(WS).strip_prefix(':')?;
-    Some((text.len() - rest.trim_start_matches(WS).len()) as u32)
+    crate::json_spans::value_start(text, key_end as usize).map(|at| at as u32)
 }
 
-/// Where a value ends that serde_json read and followed with `separator` (`,` or `}`), the
-/// next token after which starts at `next`.
+/// [`crate::json_spans::value_end`] in a [`Span`]'s units.
 fn value_end(text: &str, next: u32, separator: char) -> Option<u32> {
-    let before = text.get(..next as usize)?.trim_end_matches(WS);
-    Some(before.strip_suffix(separator)?.trim_end_matches(WS).len() as u32)
+    crate::json_spans::value_end(text, next as usize, separator).map(|at| at as u32)
 }
 
 /// The member names of one object so far (names borrowed from the text: compared as they are).

@@ -13,20 +13,9 @@ impl PoolShared {
     /// Removes dead unleased lanes; a quick death counts as a failed start.
     pub(super) fn prune(&self, state: &mut PoolState) -> bool {
         // Twice per call (lease, release): nothing to look at unless a lane died since the
-        // last look, and a read-only pass first (callgrind, bench/proxy-vs-nginx.md).
+        // last look (callgrind, bench/proxy-vs-nginx.md).
         let deaths = LaneCore::deaths();
         if deaths == state.deaths_pruned {
-            return false;
-        }
-        if state.slots.iter().all(|slot| slot.lane.is_alive()) {
-            state.deaths_pruned = deaths;
-            return false;
-        }
-        if state
-            .slots
-            .iter()
-            .all(|slot| slot.leased || slot.lane.is_alive())
-        {
             return false;
         }
         let before = state.slots.len();
@@ -46,6 +35,7 @@ impl PoolShared {
             state.failures += quick_deaths;
             state.retry_at = Some(Instant::now() + backoff(state.failures));
         }
+        // A dead lane still leased is looked at again next time.
         if state.slots.iter().all(|slot| slot.lane.is_alive()) {
             state.deaths_pruned = deaths;
         }
