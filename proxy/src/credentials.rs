@@ -135,15 +135,13 @@ impl CurrentCredentials {
         self.get().apply(request)
     }
 
-    /// Appends the current credentials to a request's headers (in the order they are sent).
-    pub fn append_to(&self, headers: &mut http::HeaderMap) {
+    /// `f` of the current credentials' headers (in the order they are sent), read in place.
+    pub fn with_headers<R>(&self, f: impl FnOnce(&[(HeaderName, HeaderValue)]) -> R) -> R {
         let current = self
             .0
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        for (name, value) in current.headers() {
-            headers.append(name.clone(), value.clone());
-        }
+        f(current.headers())
     }
 }
 

@@ -34,8 +34,8 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::{Buf as _, Bytes, BytesMut};
-use http::header::{CONTENT_LENGTH, CONTENT_TYPE, TRANSFER_ENCODING, WWW_AUTHENTICATE};
-use http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode, Uri};
+use http::header::{CONTENT_TYPE, WWW_AUTHENTICATE};
+use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode, Uri};
 use hyper::body::{Body, Frame, SizeHint};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
@@ -52,7 +52,7 @@ const MAX_HEADERS: usize = 64;
 /// The longest chunk-size or trailer line.
 const MAX_LINE: usize = 4 * 1024;
 /// Bodies larger than this are written after the head rather than copied next to it.
-const COPY_BODY_UP_TO: usize = 16 * 1024;
+pub(crate) const COPY_BODY_UP_TO: usize = 16 * 1024;
 /// The response header fields the lane reads (`backend/http/`: the body's type, the session
 /// an `initialize` opened, the challenge of a refusal), besides the framing ones read here. Only
 /// these are kept in the response's header map: building a map of every field (`Date`,
@@ -105,11 +105,21 @@ impl CallConnections {
 
     /// Sends `request` (origin-form URI, `Host` set by the caller) and reads the response head;
     /// the body streams from the returned response.
+    #[cfg(test)]
     pub(crate) async fn request(
         &self,
-        request: Request<Bytes>,
+        request: http::Request<Bytes>,
     ) -> Result<Response<CallBody>, ClientError> {
-        let (head, body) = encode(&request);
+        self.send(encode(&request)).await
+    }
+
+    /// Sends a request already written for the wire ([`RequestHead`]) and reads the response
+    /// head; the body streams from the returned response.
+    pub(crate) async fn send(
+        &self,
+        request: WireRequest,
+    ) -> Result<Response<CallBody>, ClientError> {
+        let WireRequest { head, body } = request;
         let mut stream = match self.pool.take_idle() {
             Some(stream) => stream,
             None => self.pool.connect().await?,
@@ -205,42 +215,84 @@ impl Pool {
     }
 }
 
-/// The request head (with the body when small), and the body to write after it when large.
-fn encode(request: &Request<Bytes>) -> (Vec<u8>, Option<Bytes>) {
+/// A request as it goes on the wire: its head (with the body when small), and the body to write
+/// after it when large.
+pub(crate) struct WireRequest {
+    head: Vec<u8>,
+    body: Option<Bytes>,
+}
+
+/// A request head being written: the request line and header fields as bytes, with no map in
+/// between (a lane writes the fields of its POSTs, the same on every request of a session, from
+/// bytes it keeps: backend/http/post.rs).
+pub(crate) struct RequestHead(Vec<u8>);
+
+impl RequestHead {
+    /// A head starting with `start`: the request line and any fields already written
+    /// (`name: value` lines, each ended by CRLF); room for `extra` more bytes and a small body.
+    pub(crate) fn new(start: &[u8], extra: usize) -> RequestHead {
+        let mut head = Vec::with_capacity(start.len() + extra + 64);
+        head.extend_from_slice(start);
+        RequestHead(head)
+    }
+
+    /// The request line of `method` to `target` (origin form).
+    pub(crate) fn request_line(method: &str, target: &str) -> Vec<u8> {
+        [method.as_bytes(), b" ", target.as_bytes(), b" HTTP/1.1\r\n"].concat()
+    }
+
+    /// The bytes written so far.
+    pub(crate) fn into_bytes(self) -> Vec<u8> {
+        self.0
+    }
+
+    /// Appends a header field. The name and value are valid ones (`HeaderName`,
+    /// `HeaderValue`): no CR or LF can end up inside a field.
+    pub(crate) fn field(&mut self, name: &HeaderName, value: &HeaderValue) {
+        self.0.extend_from_slice(name.as_str().as_bytes());
+        self.0.extend_from_slice(b": ");
+        self.0.extend_from_slice(value.as_bytes());
+        self.0.extend_from_slice(b"\r\n");
+    }
+
+    /// The request with `body` (its `Content-Length` written here).
+    pub(crate) fn finish(mut self, body: Bytes) -> WireRequest {
+        let head = &mut self.0;
+        // Writing to a `Vec` cannot fail.
+        let _ = write!(head, "content-length: {}\r\n\r\n", body.len());
+        if body.len() <= COPY_BODY_UP_TO {
+            head.extend_from_slice(&body);
+            WireRequest {
+                head: self.0,
+                body: None,
+            }
+        } else {
+            WireRequest {
+                head: self.0,
+                body: Some(body),
+            }
+        }
+    }
+}
+
+/// `request` for the wire (its own `Content-Length` and `Transfer-Encoding` fields dropped: the
+/// body's length is written).
+#[cfg(test)]
+fn encode(request: &http::Request<Bytes>) -> WireRequest {
+    use http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
     let body = request.body();
     let target = request
         .uri()
         .path_and_query()
         .map_or("/", |path| path.as_str());
-    let mut head = Vec::with_capacity(
-        256 + target.len()
-            + if body.len() <= COPY_BODY_UP_TO {
-                body.len()
-            } else {
-                0
-            },
-    );
-    head.extend_from_slice(request.method().as_str().as_bytes());
-    head.push(b' ');
-    head.extend_from_slice(target.as_bytes());
-    head.extend_from_slice(b" HTTP/1.1\r\n");
+    let start = RequestHead::request_line(request.method().as_str(), target);
+    let mut head = RequestHead::new(&start, 256 + body.len().min(COPY_BODY_UP_TO));
     for (name, value) in request.headers() {
-        if name == CONTENT_LENGTH || name == TRANSFER_ENCODING {
-            continue;
+        if name != CONTENT_LENGTH && name != TRANSFER_ENCODING {
+            head.field(name, value);
         }
-        head.extend_from_slice(name.as_str().as_bytes());
-        head.extend_from_slice(b": ");
-        head.extend_from_slice(value.as_bytes());
-        head.extend_from_slice(b"\r\n");
     }
-    // Writing to a `Vec` cannot fail.
-    let _ = write!(head, "content-length: {}\r\n\r\n", body.len());
-    if body.len() <= COPY_BODY_UP_TO {
-        head.extend_from_slice(body);
-        (head, None)
-    } else {
-        (head, Some(body.clone()))
-    }
+    head.finish(body.clone())
 }
 
 /// A parsed response head.

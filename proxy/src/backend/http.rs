@@ -33,12 +33,12 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use http::header::{HeaderName, HeaderValue};
+use http::header::{HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE, HOST};
 use http::{StatusCode, Uri};
 use serde_json::Value;
 use tokio::task::JoinHandle;
 
-use super::call_http::CallConnections;
+use super::call_http::{CallConnections, RequestHead};
 use super::http_client::LaneConnections;
 use super::lane_core::LaneCore;
 use super::{lock, BackendError};
@@ -107,6 +107,9 @@ struct HttpShared {
     path: Uri,
     /// The `Host` header: the upstream URL's authority.
     host: HeaderValue,
+    /// The start of every POST's head: the request line and the fields that never change
+    /// (`Host`, `Accept`, `Content-Type`), as bytes ([`post_start`]).
+    post_start: Box<[u8]>,
     /// The upstream for messages and logs, without any userinfo.
     target: String,
     session: Mutex<Session>,
@@ -131,6 +134,20 @@ impl HttpShared {
             task.abort();
         }
     }
+}
+
+/// The start of a POST's head to `path` on `host`: the request line, `Host`, `Accept` (JSON or
+/// an SSE stream, as Streamable HTTP asks) and `Content-Type`.
+fn post_start(path: &Uri, host: &HeaderValue) -> Box<[u8]> {
+    let target = path.path_and_query().map_or("/", |path| path.as_str());
+    let mut head = RequestHead::new(&RequestHead::request_line("POST", target), 0);
+    head.field(&HOST, host);
+    head.field(
+        &ACCEPT,
+        &HeaderValue::from_static("application/json, text/event-stream"),
+    );
+    head.field(&CONTENT_TYPE, &HeaderValue::from_static("application/json"));
+    head.into_bytes().into_boxed_slice()
 }
 
 /// The `MCP-Protocol-Version` header a session's requests carry for the negotiated `version`:

@@ -5,6 +5,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use http::Request;
 use http_body_util::BodyExt as _;
 use tokio::io::AsyncWriteExt as _;
 use tokio::net::TcpListener;
@@ -407,3 +408,33 @@ proptest::proptest! {
 /// chunks, the last chunk, a trailer.
 const CHUNKED_BODY: &[u8] =
     b"5;name=value\r\nhello\r\nA\r\n, world!!!\r\n0\r\nx-trailer: 1\r\n\r\n";
+
+/// A head written field by field: the request line and fields as given, the body's length, and
+/// the body next to the head when small, after it when large.
+#[test]
+fn request_head_writes_fields_length_and_body() {
+    let start = RequestHead::request_line("POST", "/mcp?x=1");
+    let mut head = RequestHead::new(&start, 0);
+    head.field(
+        &HeaderName::from_static("mcp-session-id"),
+        &HeaderValue::from_static("abc"),
+    );
+    let small = head.finish(Bytes::from_static(b"{}"));
+    assert_eq!(
+        small.head,
+        b"POST /mcp?x=1 HTTP/1.1\r\nmcp-session-id: abc\r\ncontent-length: 2\r\n\r\n{}"
+    );
+    assert!(small.body.is_none());
+
+    let large = Bytes::from(vec![b'x'; COPY_BODY_UP_TO + 1]);
+    let written = RequestHead::new(&start, 0).finish(large.clone());
+    assert_eq!(
+        written.head,
+        format!(
+            "POST /mcp?x=1 HTTP/1.1\r\ncontent-length: {}\r\n\r\n",
+            COPY_BODY_UP_TO + 1
+        )
+        .as_bytes()
+    );
+    assert_eq!(written.body, Some(large));
+}

@@ -104,6 +104,7 @@ impl HttpLane {
                     .map(|port| format!(":{port}"))
                     .unwrap_or_default()
             ) + uri.path(),
+            post_start: super::post_start(&path, &host),
             path,
             host,
             session: Mutex::new(Session {
