@@ -45,6 +45,7 @@ pub mod param_headers;
 pub mod params;
 pub mod refusals;
 pub mod request;
+pub mod response_channel;
 pub mod state;
 pub mod store;
 pub mod subscriptions;

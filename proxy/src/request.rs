@@ -14,9 +14,9 @@
 
 use futures_util::future::BoxFuture;
 use serde_json::Value;
-use tokio::sync::mpsc;
 
 use crate::jsonrpc::{codes, ErrorObject, Message, Reply};
+use crate::response_channel::OutgoingSender;
 
 /// The engine as the fronts see it.
 pub trait Handler: Send + Sync + 'static {
@@ -150,14 +150,14 @@ pub enum Outgoing {
 /// The engine's handle on one request's response channel.
 #[derive(Debug)]
 pub struct ResponseSink {
-    tx: mpsc::Sender<Outgoing>,
+    tx: OutgoingSender,
     started: bool,
     /// `(method, start)` when the request is counted in the metrics ([`ResponseSink::observed`]).
     observed: Option<(std::borrow::Cow<'static, str>, std::time::Instant)>,
 }
 
 impl ResponseSink {
-    pub fn new(tx: mpsc::Sender<Outgoing>) -> Self {
+    pub fn new(tx: OutgoingSender) -> Self {
         ResponseSink {
             tx,
             started: false,
@@ -235,7 +235,7 @@ impl ResponseSink {
     }
 
     /// Resolves when the client stopped listening (disconnect, or `notifications/cancelled`).
-    pub async fn closed(&self) {
+    pub async fn closed(&mut self) {
         self.tx.closed().await;
     }
 

@@ -285,7 +285,7 @@ impl Engine {
         let answer: Answer = match route(&request.method) {
             Route::Discover => Some(Box::pin(self.discover(&request)).await.map(Reply::Tree)),
             Route::PassThrough => {
-                Some(Box::pin(self.pass_through(&request, &profile, &sink)).await)
+                Some(Box::pin(self.pass_through(&request, &profile, &mut sink)).await)
             }
             Route::Call => self.call(&request, profile, &mut sink, forwarded).await,
             Route::Listen => Box::pin(self.listen(&request, &mut sink))

@@ -25,7 +25,7 @@ impl Engine {
         &self,
         request: &FrontRequest,
         profile: &CapabilityProfile,
-        sink: &ResponseSink,
+        sink: &mut ResponseSink,
     ) -> Result<Reply, ErrorObject> {
         let method = request.method.as_str();
         let outcome = async {

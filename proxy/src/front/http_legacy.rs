@@ -167,7 +167,7 @@ pub(super) async fn post(
             let sse = accepts_event_stream(headers);
             let (tx, rx) = mpsc::channel(SINK_CAPACITY);
             tokio::spawn(relay_request(session, id.clone(), method, params, tx, sse));
-            respond_from(rx, id, sse, permit, keep_alive, callers.rewrite).await
+            respond_from(rx.into(), id, sse, permit, keep_alive, callers.rewrite).await
         }
         Message::Notification { method, params } => {
             match session.notification(&method, params).await {

@@ -28,11 +28,11 @@ use tracing::Instrument as _;
 use super::http::{handler_gone, start_handler};
 use super::read::FrontMessage;
 use super::validate::{self, error_response, Rejection, Validated};
-use super::SINK_CAPACITY;
 use crate::jsonrpc::{codes, ErrorObject, Message, ParseError};
 use crate::legacy_session::{era, Era, EraPolicy, LegacySessions};
 use crate::limits::RequestGate;
 use crate::request::{Handler, Outgoing, Principal, ResponseSink};
+use crate::response_channel::{response_channel, OutgoingReceiver};
 
 /// Longer lines are refused (`-32600`) and skipped.
 pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
@@ -268,7 +268,7 @@ impl Context<'_> {
                     permit
                 };
                 let span = crate::telemetry::request_span(&request, "stdio");
-                let (tx, rx) = mpsc::channel(SINK_CAPACITY);
+                let (tx, rx) = response_channel();
                 let sink = ResponseSink::new(tx).observed(&request.method);
                 start_handler(self.handler, request, sink, span.clone(), false);
                 let forwarder = Forwarder {
@@ -291,7 +291,7 @@ impl Context<'_> {
 /// Copies one request's outgoing items to the shared line channel, until its final response or
 /// its cancellation.
 struct Forwarder {
-    rx: mpsc::Receiver<Outgoing>,
+    rx: OutgoingReceiver,
     id: Value,
     key: String,
     generation: u64,

@@ -11,7 +11,7 @@ use http::{header, HeaderMap, HeaderValue, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use serde_json::Value;
-use tokio::sync::{mpsc, OwnedSemaphorePermit};
+use tokio::sync::OwnedSemaphorePermit;
 use tracing::Instrument as _;
 
 use super::decide::{decide_post_as, PostDecision};
@@ -25,11 +25,11 @@ use super::ResponseBody;
 use crate::credentials::OriginRewrite;
 use crate::front::callers::Caller;
 use crate::front::validate::{self, error_response, Rejection};
-use crate::front::SINK_CAPACITY;
 use crate::jsonrpc::{codes, ErrorObject};
 use crate::legacy_session::Era;
 use crate::limits;
 use crate::request::{FrontRequest, Handler, Outgoing, ResponseSink};
+use crate::response_channel::{response_channel, OutgoingReceiver};
 
 impl Front {
     /// A retry another instance passed on ([`crate::cluster`]): a sealed envelope, opened by the
@@ -165,7 +165,7 @@ impl Front {
     ) -> Response<ResponseBody> {
         let id = request.id.clone();
         let span = crate::telemetry::request_span(&request, "http");
-        let (tx, rx) = mpsc::channel(SINK_CAPACITY);
+        let (tx, rx) = response_channel();
         let sink = ResponseSink::new(tx).observed(&request.method);
         start_handler(self.handler.as_ref(), request, sink, span, forwarded);
         respond_from(
@@ -224,7 +224,7 @@ where
 /// opens an SSE stream that ends with the final response and holds `permit` until then.
 /// Dropping this future (client gone before the first item) drops `rx`: the sender sees it.
 pub(crate) async fn respond_from(
-    mut rx: mpsc::Receiver<Outgoing>,
+    mut rx: OutgoingReceiver,
     id: Value,
     sse_allowed: bool,
     permit: OwnedSemaphorePermit,

@@ -10,12 +10,13 @@ use std::time::Duration;
 use bytes::Bytes;
 use hyper::body::{Body, Frame, SizeHint};
 use serde_json::Value;
-use tokio::sync::{mpsc, OwnedSemaphorePermit};
+use tokio::sync::OwnedSemaphorePermit;
 
 use super::post::handler_gone;
 use super::responses::sse_event;
 use crate::jsonrpc::Message;
 use crate::request::Outgoing;
+use crate::response_channel::OutgoingReceiver;
 
 /// The SSE comment (`:`) sent after a period of silence on a stream (`None`: never).
 pub(crate) struct KeepAlive(Option<(Duration, Pin<Box<tokio::time::Sleep>>)>);
@@ -52,7 +53,7 @@ impl KeepAlive {
 /// without one gets a `-32603` error event. Holds the request's concurrency permit.
 pub(super) struct SseBody {
     first: Option<Bytes>,
-    rx: mpsc::Receiver<Outgoing>,
+    rx: OutgoingReceiver,
     id: Value,
     keep_alive: KeepAlive,
     done: bool,
@@ -62,7 +63,7 @@ pub(super) struct SseBody {
 impl SseBody {
     pub(super) fn new(
         first: Bytes,
-        rx: mpsc::Receiver<Outgoing>,
+        rx: OutgoingReceiver,
         id: Value,
         keep_alive: Option<Duration>,
         permit: OwnedSemaphorePermit,
