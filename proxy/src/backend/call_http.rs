@@ -53,11 +53,11 @@ const MAX_HEADERS: usize = 64;
 const MAX_LINE: usize = 4 * 1024;
 /// Bodies larger than this are written after the head rather than copied next to it.
 pub(crate) const COPY_BODY_UP_TO: usize = 16 * 1024;
-/// The response header fields the lane reads (`backend/http/`: the body's type, the session
-/// an `initialize` opened, the challenge of a refusal), besides the framing ones read here. Only
-/// these are kept in the response's header map: building a map of every field (`Date`,
-/// `Cache-Control`, `Keep-Alive`, ...) cost more than the rest of the head's parsing
-/// (callgrind, bench/proxy-vs-nginx.md).
+/// The response header fields the lane reads (`backend/http/`: the body's type, the challenge
+/// of a refusal, and for an `initialize` only ([`WireRequest::reading_session_id`]) the session it
+/// opened), besides the framing ones read here. Only these are kept in the response's header
+/// map: building a map of every field (`Date`, `Cache-Control`, `Keep-Alive`, ...) cost more than
+/// the rest of the head's parsing (callgrind, bench/proxy-vs-nginx.md).
 const READ_HEADERS: [HeaderName; 3] = [
     CONTENT_TYPE,
     WWW_AUTHENTICATE,
@@ -119,7 +119,16 @@ impl CallConnections {
         &self,
         request: WireRequest,
     ) -> Result<Response<CallBody>, ClientError> {
-        let WireRequest { head, body } = request;
+        let WireRequest {
+            head,
+            body,
+            reads_session_id,
+        } = request;
+        let read = if reads_session_id {
+            &READ_HEADERS[..]
+        } else {
+            &READ_HEADERS[..2]
+        };
         let mut stream = match self.pool.take_idle() {
             Some(stream) => stream,
             None => self.pool.connect().await?,
@@ -130,7 +139,7 @@ impl CallConnections {
         }
         let mut buf = BytesMut::new();
         loop {
-            if let Some((head, used)) = parse_head(&buf)? {
+            if let Some((head, used)) = parse_head(&buf, read)? {
                 buf.advance(used);
                 if head.status.is_informational() {
                     continue;
@@ -220,6 +229,16 @@ impl Pool {
 pub(crate) struct WireRequest {
     head: Vec<u8>,
     body: Option<Bytes>,
+    /// Whether the response's `Mcp-Session-Id` is read.
+    reads_session_id: bool,
+}
+
+impl WireRequest {
+    /// The response's `Mcp-Session-Id` is read too (an `initialize`: the session it opened).
+    pub(crate) fn reading_session_id(mut self) -> WireRequest {
+        self.reads_session_id = true;
+        self
+    }
 }
 
 /// A request head being written: the request line and header fields as bytes, with no map in
@@ -265,11 +284,13 @@ impl RequestHead {
             WireRequest {
                 head: self.0,
                 body: None,
+                reads_session_id: false,
             }
         } else {
             WireRequest {
                 head: self.0,
                 body: Some(body),
+                reads_session_id: false,
             }
         }
     }
@@ -303,8 +324,9 @@ struct Head {
     keep_alive: bool,
 }
 
-/// The response head at the start of `buf` and its length, `None` while incomplete.
-fn parse_head(buf: &[u8]) -> io::Result<Option<(Head, usize)>> {
+/// The response head at the start of `buf` and its length, `None` while incomplete; of the
+/// fields besides the framing ones, those named in `read` are kept.
+fn parse_head(buf: &[u8], read: &[HeaderName]) -> io::Result<Option<(Head, usize)>> {
     if buf.is_empty() {
         return Ok(None);
     }
@@ -353,7 +375,7 @@ fn parse_head(buf: &[u8]) -> io::Result<Option<(Head, usize)>> {
                 length = Some(part);
             }
             content_length = Some(length);
-        } else if let Some(read) = READ_HEADERS
+        } else if let Some(read) = read
             .iter()
             .find(|read| name.eq_ignore_ascii_case(read.as_str().as_bytes()))
         {

@@ -1,6 +1,6 @@
 //! The translator: 2026-07-28 requests in, legacy sessions out, pauses in between.
 //!
-//! [`Engine::serve`] is the router: it sends each validated request down one call path and
+//! [`Engine::serve_as`] is the router: it sends each validated request down one call path and
 //! answers the front (the request's [`ResponseSink`]) in one place with what the path returns
 //! ([`Answer`]). The paths, one concern per module:
 //!
@@ -265,12 +265,8 @@ impl Engine {
     }
 
     /// Serves one validated front request to completion: routes it, then answers the front
-    /// with what the path returned (the only place a final response is written).
-    pub async fn serve(self: Arc<Self>, request: FrontRequest, sink: ResponseSink) {
-        self.serve_as(request, sink, false).await;
-    }
-
-    /// [`serve`](Self::serve); `forwarded` when another instance passed the request on.
+    /// with what the path returned (the only place a final response is written). `forwarded`
+    /// when another instance passed the request on.
     async fn serve_as(
         self: Arc<Self>,
         request: FrontRequest,
@@ -326,7 +322,7 @@ impl Engine {
 impl Handler for Engine {
     fn handle(&self, request: FrontRequest, sink: ResponseSink) -> BoxFuture<'static, ()> {
         match self.me.upgrade() {
-            Some(engine) => Box::pin(engine.serve(request, sink)),
+            Some(engine) => Box::pin(engine.serve_as(request, sink, false)),
             // Only during shutdown, once the last `Arc` is gone.
             None => Box::pin(async move {
                 sink.finish(

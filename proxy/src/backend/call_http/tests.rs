@@ -438,3 +438,27 @@ fn request_head_writes_fields_length_and_body() {
     );
     assert_eq!(written.body, Some(large));
 }
+
+/// Of the fields the lane reads, `Mcp-Session-Id` is kept only when asked for (an
+/// `initialize`); the body's type and a refusal's challenge always.
+#[tokio::test]
+async fn the_session_id_is_read_only_when_asked_for() {
+    let (uri, _) = scripted(
+        b"HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\nmcp-session-id: s-1\r\nwww-authenticate: Bearer realm=\"x\"\r\nx-other: 1\r\ncontent-length: 2\r\n\r\n{}",
+        false,
+    )
+    .await;
+    let client = client(&uri);
+    let plain = client.request(post(&uri, "{}")).await.unwrap();
+    assert_eq!(plain.headers()["content-type"], "application/json");
+    assert_eq!(plain.headers()["www-authenticate"], "Bearer realm=\"x\"");
+    assert!(plain.headers().get("mcp-session-id").is_none());
+    assert!(plain.headers().get("x-other").is_none());
+    collect(plain).await.unwrap();
+    let asked = client
+        .send(encode(&post(&uri, "{}")).reading_session_id())
+        .await
+        .unwrap();
+    assert_eq!(asked.headers()["mcp-session-id"], "s-1");
+    assert_eq!(asked.headers()["content-type"], "application/json");
+}

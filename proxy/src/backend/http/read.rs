@@ -33,13 +33,13 @@ impl HttpShared {
         B: hyper::body::Body<Data = Bytes>,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>> + std::fmt::Display,
     {
-        let content_type = response
-            .headers()
-            .get(CONTENT_TYPE)
+        // A reference-counted copy, not a `String`: only a JSON body's debug line shows it.
+        let content_type = response.headers().get(CONTENT_TYPE).cloned();
+        let content_type = content_type
+            .as_ref()
             .and_then(|value| value.to_str().ok())
-            .unwrap_or_default()
-            .to_owned();
-        if is_event_stream(&content_type) {
+            .unwrap_or_default();
+        if is_event_stream(content_type) {
             let mut parser = SseParser::new();
             let clean = self.read_sse(response.into_body(), &mut parser, call).await;
             let retry = parser

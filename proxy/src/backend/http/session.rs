@@ -34,7 +34,9 @@ impl HttpShared {
             epoch,
             version: None,
         };
-        let request = self.post(Bytes::from(message.to_vec()), &fresh);
+        let request = self
+            .post(Bytes::from(message.to_vec()), &fresh)
+            .reading_session_id();
         let exchange = async {
             let response = self.posts.send(request).await.map_err(|error| {
                 BackendError::Unavailable(format!("cannot reach {}: {error}", self.target))
