@@ -128,6 +128,9 @@ pub struct Metrics {
     lane_starts: Counter,
     lane_failures: Counter,
     era_requests: Family<EraLabel, Counter>,
+    /// The `2026-07-28` series of `era_requests`, looked up once (every front request counts
+    /// in it).
+    modern_era_requests: OnceLock<Counter>,
     legacy_sessions: Gauge,
     legacy_sessions_max: Gauge,
     legacy_sessions_opened: Counter,
@@ -271,6 +274,7 @@ impl Metrics {
                 .collect(),
             registry,
             era_requests,
+            modern_era_requests: OnceLock::new(),
             legacy_sessions,
             legacy_sessions_max,
             legacy_sessions_opened,
@@ -307,7 +311,13 @@ impl Metrics {
     /// A front request started (`requests_in_flight`); a 2026-07-28 one (`requests_by_era`).
     pub fn request_started(&self) {
         self.in_flight.inc();
-        self.era_request("2026-07-28");
+        self.modern_era_requests
+            .get_or_init(|| {
+                self.era_requests
+                    .get_or_create(&EraLabel { era: "2026-07-28" })
+                    .clone()
+            })
+            .inc();
     }
 
     /// A client request of an era (`2026-07-28` or `legacy`).
@@ -523,6 +533,7 @@ mod tests {
         metrics.deprecation_warning("deprecated-sampling");
         metrics.set_lanes(3, 1);
         metrics.lane_started();
+        metrics.era_request("legacy");
         let text = metrics.render();
         assert!(text.ends_with("# EOF\n"), "{text}");
         let expect = [
@@ -556,6 +567,8 @@ mod tests {
             ("mcp_proxy_lanes_leased", 1.0),
             ("mcp_proxy_lane_starts_total", 1.0),
             ("mcp_proxy_lane_failures_total", 0.0),
+            ("mcp_proxy_requests_by_era_total{era=\"2026-07-28\"}", 4.0),
+            ("mcp_proxy_requests_by_era_total{era=\"legacy\"}", 1.0),
         ];
         for (series, expected) in expect {
             assert_eq!(value(&text, series), Some(expected), "{series} in\n{text}");
