@@ -143,8 +143,15 @@ impl Lease {
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        if let LeaseMode::Shared { calls, .. } = &self.mode {
-            self.lane.core().detach_calls(calls);
+        match &self.mode {
+            LeaseMode::Shared { calls, .. } => self.lane.core().detach_calls(calls),
+            // The receiver goes with the lane's return, which may keep its channel for the next
+            // lease (`LaneCore::detach_lease`).
+            LeaseMode::Exclusive => {
+                if let Some(back) = self._return.as_mut() {
+                    back.events = Some(self.events.take());
+                }
+            }
         }
     }
 }
@@ -160,6 +167,8 @@ pub(super) struct LeaseReturn {
     pub(super) probe: Option<Arc<str>>,
     /// The call is paused and has given the lane up (see [`Lease::park`]).
     pub(super) parked: bool,
+    /// The lease's event receiver, once the lease is dropped (exclusive leases).
+    pub(super) events: Option<EventReceiver>,
 }
 
 impl std::fmt::Debug for LeaseReturn {
@@ -177,7 +186,7 @@ impl Drop for LeaseReturn {
         if self.parked {
             // A paused call that never ran again (its lane died, or the proxy shut down): its
             // unanswered requests are answered locally, and no call's output is its own.
-            core.detach_lease(self.generation);
+            core.detach_lease(self.generation, self.events.take());
             self.pool.parked_gone(&self.lane);
             return;
         }
@@ -193,7 +202,7 @@ impl Drop for LeaseReturn {
         let only_cancels_open = tainted && !waiting && self.lane.is_alive();
         if only_cancels_open && core.cancels_open() == 0 {
             // The cancelled calls already finished on the legacy side: nothing more will come.
-            core.detach_lease(self.generation);
+            core.detach_lease(self.generation, self.events.take());
             self.pool.release(&self.lane);
             return;
         }
@@ -212,7 +221,7 @@ impl Drop for LeaseReturn {
                     while lane.core().cancels_open() > 0 && Instant::now() < deadline {
                         tokio::time::sleep(Duration::from_millis(10)).await;
                     }
-                    lane.core().detach_lease(generation);
+                    lane.core().detach_lease(generation, None);
                     if lane.core().cancels_open() == 0 && lane.is_alive() {
                         pool.release(&lane);
                     } else if lane.is_alive() {
@@ -225,7 +234,7 @@ impl Drop for LeaseReturn {
             }
         }
         // Detach first: from here on the lane answers server requests itself.
-        core.detach_lease(self.generation);
+        core.detach_lease(self.generation, self.events.take());
         if tainted && self.lane.is_alive() {
             self.pool.retire_or_drain(&self.lane);
         } else {

@@ -141,7 +141,7 @@ pub(crate) struct EventSender(mpsc::Sender<Box<BackendEvent>>);
 
 /// The receiving end of a lease's events (see [`event_channel`]).
 #[derive(Debug)]
-pub struct EventReceiver(mpsc::Receiver<Box<BackendEvent>>);
+pub struct EventReceiver(Option<mpsc::Receiver<Box<BackendEvent>>>);
 
 /// A bounded channel of lane events. The events travel boxed: a tokio channel allocates its
 /// first block of 32 slots when it is created, so every call, paused ones included, pays 32
@@ -149,7 +149,7 @@ pub struct EventReceiver(mpsc::Receiver<Box<BackendEvent>>);
 /// boxed, 8 bytes a slot).
 pub(crate) fn event_channel(capacity: usize) -> (EventSender, EventReceiver) {
     let (sender, receiver) = mpsc::channel(capacity);
-    (EventSender(sender), EventReceiver(receiver))
+    (EventSender(sender), EventReceiver(Some(receiver)))
 }
 
 impl EventSender {
@@ -177,14 +177,39 @@ impl EventSender {
     }
 }
 
+impl EventSender {
+    /// Whether this is the channel's only sender (no clone waits to send on it).
+    pub(crate) fn is_sole(&self) -> bool {
+        self.0.strong_count() == 1
+    }
+}
+
 impl EventReceiver {
+    /// Drops every event queued now.
+    pub(crate) fn drain(&mut self) {
+        if let Some(receiver) = &mut self.0 {
+            while receiver.try_recv().is_ok() {}
+        }
+    }
+
+    /// The receiver, moved out; this one reads as closed from now on.
+    pub(crate) fn take(&mut self) -> EventReceiver {
+        EventReceiver(self.0.take())
+    }
+
     /// The next event; `None` once every sender is gone. Cancel-safe, as tokio's `recv`.
     pub async fn recv(&mut self) -> Option<BackendEvent> {
-        self.0.recv().await.map(|event| *event)
+        match &mut self.0 {
+            Some(receiver) => receiver.recv().await.map(|event| *event),
+            None => None,
+        }
     }
 
     pub fn try_recv(&mut self) -> Result<BackendEvent, mpsc::error::TryRecvError> {
-        self.0.try_recv().map(|event| *event)
+        match &mut self.0 {
+            Some(receiver) => receiver.try_recv().map(|event| *event),
+            None => Err(mpsc::error::TryRecvError::Disconnected),
+        }
     }
 }
 

@@ -261,6 +261,7 @@ impl LaneCore {
         let (pending, lease, progress, calls) = {
             let mut state = self.state();
             state.call_requests.clear();
+            state.spare_events = None;
             (
                 std::mem::take(&mut state.pending),
                 state.lease.take(),

@@ -10,8 +10,11 @@ impl LaneCore {
     /// Routes events to a new lease; returns its generation and receiver. `kind` names the calls
     /// the holder runs (for [`Attribution`]).
     pub fn attach_lease(&self, kind: Option<Arc<str>>) -> (u64, EventReceiver) {
-        let (events, receiver) = crate::backend::event_channel(LEASE_EVENTS);
         let mut state = self.state();
+        let (events, receiver) = state
+            .spare_events
+            .take()
+            .unwrap_or_else(|| crate::backend::event_channel(LEASE_EVENTS));
         state.lease_generation += 1;
         let generation = state.lease_generation;
         state.lease = Some(LeaseRoute {
@@ -71,28 +74,45 @@ impl LaneCore {
     }
 
     /// Stops routing to the lease `generation`. Server requests it received and never answered
-    /// are answered locally, so the legacy server does not wait for them forever.
-    pub fn detach_lease(&self, generation: u64) {
-        let route = {
-            let mut state = self.state();
-            if state
-                .lease
-                .as_ref()
-                .is_some_and(|route| route.generation == generation)
-            {
+    /// are answered locally, so the legacy server does not wait for them forever. `returned`:
+    /// the lease's receiver, kept for the next lease when its channel can be (see
+    /// `CoreState::spare_events`).
+    pub fn detach_lease(&self, generation: u64, returned: Option<EventReceiver>) {
+        let mut state = self.state();
+        let route = if state
+            .lease
+            .as_ref()
+            .is_some_and(|route| route.generation == generation)
+        {
+            state.last_active = Some(Instant::now());
+            state.lease.take()
+        } else {
+            let parked = state.parked.remove(&generation);
+            if parked.is_some() {
                 state.last_active = Some(Instant::now());
-                state.lease.take()
-            } else {
-                let parked = state.parked.remove(&generation);
-                if parked.is_some() {
-                    state.last_active = Some(Instant::now());
-                }
-                parked
             }
+            parked
         };
-        if let Some(route) = route {
-            self.answer_unanswered(route.delivered);
-        }
+        let Some(LeaseRoute {
+            events, delivered, ..
+        }) = route
+        else {
+            return;
+        };
+        // The lease's channel goes to the next lease when nothing else can send on it: the
+        // route held its only sender (no delivery waits for room), the receiver came back, and
+        // the lane lives. What the lease did not read is dropped, as with a channel of its own.
+        let unused = match returned {
+            Some(mut receiver) if events.is_sole() && self.is_alive() => {
+                receiver.drain();
+                state.spare_events = Some((events, receiver));
+                None
+            }
+            returned => Some((events, returned)),
+        };
+        drop(state);
+        drop(unused);
+        self.answer_unanswered(delivered);
     }
 
     /// The running lease `generation` gives the lane up while its call waits for its client:

@@ -115,7 +115,7 @@ async fn a_parked_lease_keeps_its_own_while_another_call_runs() {
 
     assert!(!core.unpark_lease(paused), "another call runs");
     core.responded(&json!(1));
-    core.detach_lease(running);
+    core.detach_lease(running, None);
     // The running call never answered its request: answered locally on detach.
     assert_eq!(sent.0.lock().unwrap().len(), 1);
     assert!(core.unpark_lease(paused));
@@ -126,7 +126,7 @@ async fn a_parked_lease_keeps_its_own_while_another_call_runs() {
         Ok(BackendEvent::ServerRequest { method, .. }) if method == "roots/list"
     ));
     // Its earlier request was answered: only the new one is answered locally on detach.
-    core.detach_lease(paused);
+    core.detach_lease(paused, None);
     assert_eq!(sent.0.lock().unwrap().len(), 2);
 }
 
@@ -180,7 +180,7 @@ async fn leased_requests_go_to_the_lease_and_unanswered_ones_are_answered_on_det
         Some(BackendEvent::ServerRequest { method, .. }) if method == "elicitation/create"
     ));
     core.responded(&json!(1));
-    core.detach_lease(generation);
+    core.detach_lease(generation, None);
     let sent = sent.0.lock().unwrap().clone();
     assert_eq!(sent.len(), 2, "{sent:?}");
     assert_eq!(sent[0], Message::response(2.into(), Ok(json!({}))));
@@ -262,4 +262,67 @@ async fn handed_over_text_is_routed_as_its_bytes_are() {
         }
         assert_eq!(seen[0], seen[1], "{unit}");
     }
+}
+
+/// An ended lease's channel serves the next lease, emptied: what the old lease left unread never
+/// reaches the new one, its unanswered requests are still answered locally, and the new lease
+/// gets what comes after.
+#[tokio::test]
+async fn a_returned_channel_serves_the_next_lease_without_the_old_events() {
+    let (core, sent) = core(&[]);
+    let (first, events) = core.attach_lease(None);
+    core.handle(request(1, "elicitation/create"));
+    core.handle(Message::Notification {
+        method: "notifications/message".into(),
+        params: Some(json!({ "level": "info", "data": "old" })),
+    });
+    core.detach_lease(first, Some(events));
+    assert!(
+        core.state().spare_events.is_some(),
+        "kept for the next lease"
+    );
+    assert!(
+        matches!(&sent.0.lock().unwrap()[..], [Message::Response { id, .. }] if *id == json!(1)),
+        "the unread request answered locally"
+    );
+
+    let (second, mut events) = core.attach_lease(None);
+    assert!(core.state().spare_events.is_none());
+    assert!(events.try_recv().is_err(), "nothing of the first lease");
+    core.handle(request(2, "roots/list"));
+    assert!(matches!(
+        events.try_recv(),
+        Ok(BackendEvent::ServerRequest { method, .. }) if method == "roots/list"
+    ));
+    core.responded(&json!(2));
+    core.detach_lease(second, Some(events));
+}
+
+/// A channel is kept only when nothing else can send on it, and only on a live lane; a lease
+/// that keeps its receiver (none returned) leaves nothing behind.
+#[tokio::test]
+async fn a_channel_is_kept_only_when_nothing_else_can_send_on_it() {
+    let (core, _sent) = core(&[]);
+    let (generation, events) = core.attach_lease(None);
+    // A delivery waiting for room holds a clone of the sender.
+    let waiting = core.state().lease.as_ref().unwrap().events.clone();
+    core.detach_lease(generation, Some(events));
+    assert!(core.state().spare_events.is_none());
+    drop(waiting);
+
+    let (generation, _events) = core.attach_lease(None);
+    core.detach_lease(generation, None);
+    assert!(core.state().spare_events.is_none());
+
+    let (generation, events) = core.attach_lease(None);
+    core.detach_lease(generation, Some(events));
+    assert!(core.state().spare_events.is_some());
+    core.mark_dead();
+    assert!(
+        core.state().spare_events.is_none(),
+        "a dead lane keeps no channel"
+    );
+    let (generation, events) = core.attach_lease(None);
+    core.detach_lease(generation, Some(events));
+    assert!(core.state().spare_events.is_none());
 }

@@ -212,6 +212,7 @@ impl PoolShared {
                 cancelled_before,
                 probe: kind.filter(|_| probe),
                 parked: false,
+                events: None,
             }),
         }
     }
