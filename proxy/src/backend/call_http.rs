@@ -409,10 +409,10 @@ fn parse_head(buf: &[u8], read: &[HeaderName]) -> io::Result<Option<(Head, usize
     {
         Framing::Length(0)
     } else if let Some(value) = transfer_encoding {
-        let chunked = std::str::from_utf8(value)
-            .ok()
-            .and_then(|value| value.rsplit(',').next())
-            .is_some_and(|last| last.trim().eq_ignore_ascii_case("chunked"));
+        let chunked = value
+            .rsplit(|&byte| byte == b',')
+            .next()
+            .is_some_and(|last| last.trim_ascii().eq_ignore_ascii_case(b"chunked"));
         if chunked {
             Framing::Chunked(Chunk::Size)
         } else {
@@ -436,12 +436,12 @@ fn parse_head(buf: &[u8], read: &[HeaderName]) -> io::Result<Option<(Head, usize
     )))
 }
 
+/// Whether the comma-separated `value` lists `token` (read as bytes: a token is ASCII, and a
+/// UTF-8 check per field cost more than the comparison).
 fn has_token(value: &[u8], token: &str) -> bool {
-    std::str::from_utf8(value).is_ok_and(|value| {
-        value
-            .split(',')
-            .any(|part| part.trim().eq_ignore_ascii_case(token))
-    })
+    value
+        .split(|&byte| byte == b',')
+        .any(|part| part.trim_ascii().eq_ignore_ascii_case(token.as_bytes()))
 }
 
 impl Head {

@@ -462,3 +462,12 @@ async fn the_session_id_is_read_only_when_asked_for() {
     assert_eq!(asked.headers()["mcp-session-id"], "s-1");
     assert_eq!(asked.headers()["content-type"], "application/json");
 }
+
+#[test]
+fn tokens_are_found_in_lists_whatever_their_case_and_spacing() {
+    assert!(has_token(b"keep-alive, Close", "close"));
+    assert!(has_token(b" CLOSE ", "close"));
+    assert!(!has_token(b"keep-alive", "close"));
+    assert!(!has_token(b"closed, x-close", "close"));
+    assert!(has_token(b"\xff, close", "close"));
+}
