@@ -24,7 +24,7 @@ use serde_json::{json, Map, Value};
 
 use super::read::FrontMessage;
 use crate::jsonrpc::{codes, ErrorObject, Message, ParseError};
-use crate::param_headers::{decode_header_value, single_header};
+use crate::param_headers::{decode_header_value, single_value};
 use crate::params::{MetaRef, Params};
 pub use crate::request::http_status;
 use crate::request::{FrontRequest, Principal};
@@ -77,15 +77,57 @@ pub mod header_names {
     pub const MCP_NAME: &str = "mcp-name";
 }
 
-/// [`header_names`] as parsed names: a lookup by `&str` parses the name again on every request
-/// (callgrind, bench/proxy-vs-nginx.md).
-mod parsed_names {
-    use http::HeaderName;
+/// The request headers validation reads, found in one pass over the headers: three hashed
+/// lookups and a walk for the `Mcp-Param-*` ones cost more (callgrind, bench/proxy-vs-nginx.md).
+#[derive(Default)]
+struct FrontHeaders<'a> {
+    protocol_version: Found<'a>,
+    method: Found<'a>,
+    name: Found<'a>,
+    /// Whether an `Mcp-Param-*` header was sent.
+    params: bool,
+}
 
-    pub const MCP_PROTOCOL_VERSION: HeaderName =
-        HeaderName::from_static(super::header_names::MCP_PROTOCOL_VERSION);
-    pub const MCP_METHOD: HeaderName = HeaderName::from_static(super::header_names::MCP_METHOD);
-    pub const MCP_NAME: HeaderName = HeaderName::from_static(super::header_names::MCP_NAME);
+/// The values of one header name.
+#[derive(Default)]
+struct Found<'a> {
+    first: Option<&'a http::HeaderValue>,
+    repeated: bool,
+}
+
+impl<'a> Found<'a> {
+    fn add(&mut self, value: &'a http::HeaderValue) {
+        if self.first.is_none() {
+            self.first = Some(value);
+        } else {
+            self.repeated = true;
+        }
+    }
+
+    /// [`single_header`](crate::param_headers::single_header) of this name.
+    fn single(&self, display: &str) -> Result<&'a str, String> {
+        single_value(self.first, self.repeated, display)
+    }
+}
+
+impl<'a> FrontHeaders<'a> {
+    fn read(headers: &'a http::HeaderMap) -> Self {
+        let mut found = FrontHeaders::default();
+        // Names are lower case in a `HeaderMap`.
+        for (name, value) in headers {
+            let name = name.as_str();
+            match name.len() {
+                20 if name == header_names::MCP_PROTOCOL_VERSION => {
+                    found.protocol_version.add(value)
+                }
+                10 if name == header_names::MCP_METHOD => found.method.add(value),
+                8 if name == header_names::MCP_NAME => found.name.add(value),
+                _ if name.starts_with(crate::param_headers::HEADER_PREFIX) => found.params = true,
+                _ => {}
+            }
+        }
+        found
+    }
 }
 
 /// The only client notification 2026-07-28 defines.
@@ -305,13 +347,12 @@ fn validate_request(
     };
 
     // 3. `MCP-Protocol-Version` header = `_meta` version (HTTP).
-    if let Some(headers) = headers {
-        let header = single_header(
-            headers,
-            parsed_names::MCP_PROTOCOL_VERSION,
-            "MCP-Protocol-Version",
-        )
-        .map_err(mismatch)?;
+    let found = headers.map(FrontHeaders::read);
+    if let Some(found) = &found {
+        let header = found
+            .protocol_version
+            .single("MCP-Protocol-Version")
+            .map_err(mismatch)?;
         if header != version {
             return Err(mismatch(format!(
                 "`MCP-Protocol-Version` header `{header}` does not match `_meta` protocol version `{version}`"
@@ -330,9 +371,8 @@ fn validate_request(
         "resources/read" => Some("uri"),
         _ => None,
     };
-    if let Some(headers) = headers {
-        let header =
-            single_header(headers, parsed_names::MCP_METHOD, "Mcp-Method").map_err(mismatch)?;
+    if let Some(found) = &found {
+        let header = found.method.single("Mcp-Method").map_err(mismatch)?;
         if header != method {
             return Err(mismatch(format!(
                 "`Mcp-Method` header `{header}` does not match body method `{method}`"
@@ -340,8 +380,7 @@ fn validate_request(
         }
         // A body without a string name/uri is refused below with -32602.
         if let Some(body_name) = name_key.and_then(|key| params_object.get(key)?.as_str()) {
-            let header =
-                single_header(headers, parsed_names::MCP_NAME, "Mcp-Name").map_err(mismatch)?;
+            let header = found.name.single("Mcp-Name").map_err(mismatch)?;
             let decoded = decode_header_value(header)
                 .map_err(|problem| mismatch(format!("`Mcp-Name` header {problem}")))?;
             if decoded != body_name {
@@ -397,15 +436,19 @@ fn validate_request(
         principal,
         credentials: crate::credentials::Credentials::none(),
         param_headers: headers
+            .zip(found)
             .filter(|_| method == "tools/call")
-            .map(mirrored_headers),
+            .map(|(headers, found)| mirrored_headers(headers, found.params)),
     }))
 }
 
 /// The `Mcp-Param-*` headers of a request, for the engine's check against the tool's annotations
-/// (which only the engine knows).
-fn mirrored_headers(headers: &http::HeaderMap) -> Box<http::HeaderMap> {
+/// (which only the engine knows); `any`: whether there is one.
+fn mirrored_headers(headers: &http::HeaderMap, any: bool) -> Box<http::HeaderMap> {
     let mut mirrored = http::HeaderMap::new();
+    if !any {
+        return Box::new(mirrored);
+    }
     for (name, value) in headers {
         if name
             .as_str()
