@@ -335,7 +335,11 @@ impl<'de> Visitor<'de> for ParamsSeed<'de> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let text = self.text;
-        let mut scanned = Scanned::default();
+        let mut scanned = Scanned {
+            // Room for the usual members (`name`, `arguments`): one allocation, no growth.
+            forwarded: Vec::with_capacity(4),
+            ..Scanned::default()
+        };
         let mut names = Names::default();
         let mut tail = Tail::Untracked;
         while let Some(name) = map.next_key::<&'de str>()? {
