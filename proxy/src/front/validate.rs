@@ -23,9 +23,10 @@
 use serde_json::{json, Map, Value};
 
 use super::read::FrontMessage;
+use crate::capabilities::ClientCapabilities;
 use crate::jsonrpc::{codes, ErrorObject, Message, ParseError};
 use crate::param_headers::{decode_header_value, single_value};
-use crate::params::{MetaRef, Params};
+use crate::params::{CapabilitiesRead, MetaRef, Params};
 pub use crate::request::http_status;
 use crate::request::{FrontRequest, Principal};
 
@@ -223,9 +224,7 @@ pub fn validate_front(
                 validate_request(&id, &method, params.as_ref(), headers, principal)?;
             if let (Validated::Request(request), Some(mut params)) = (&mut validated, params) {
                 // Checked above: moved out of the text's slots, not copied.
-                let (capabilities, info) = params.take_client_meta();
-                request.client_capabilities = capabilities.unwrap_or_default();
-                request.client_info = info.filter(Value::is_object);
+                request.client_info = params.take_client_info().filter(Value::is_object);
                 request.id = id;
                 request.method = method;
                 request.params = params;
@@ -330,15 +329,15 @@ fn validate_request(
             )))
         }
     };
-    match meta.get(meta_keys::CLIENT_CAPABILITIES) {
+    let capabilities = match meta.client_capabilities() {
         None => {
             return Err(invalid_params(format!(
                 "missing `_meta[\"{}\"]`",
                 meta_keys::CLIENT_CAPABILITIES
             )))
         }
-        Some(Value::Object(_)) => {}
-        Some(_) => {
+        Some(CapabilitiesRead::Object(profile)) => profile,
+        Some(CapabilitiesRead::NotObject) => {
             return Err(invalid_params(format!(
                 "`_meta[\"{}\"]` must be an object",
                 meta_keys::CLIENT_CAPABILITIES
@@ -428,8 +427,9 @@ fn validate_request(
         id: Value::Null,
         method: String::new(),
         params: Params::default(),
+        // Left in the params the caller moves in.
+        client_capabilities: ClientCapabilities::in_params(capabilities),
         // Moved in by the caller, once checked here.
-        client_capabilities: Value::Null,
         client_info: None,
         log_level,
         progress_token,

@@ -18,6 +18,7 @@ use std::sync::OnceLock;
 
 use serde_json::{Map, Value};
 
+use crate::capabilities::CapabilityProfile;
 use crate::jsonrpc::RawText;
 use scan::{Meta, Scanned, Spliced};
 
@@ -61,6 +62,14 @@ pub enum MetaRef<'a> {
     Object(MetaView<'a>),
 }
 
+/// `_meta["io.modelcontextprotocol/clientCapabilities"]` as the front validates it: an object
+/// read as the profile the proxy keeps of it, or something else.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CapabilitiesRead {
+    NotObject,
+    Object(CapabilityProfile),
+}
+
 /// An object `params._meta`.
 pub enum MetaView<'a> {
     Tree(&'a Map<String, Value>),
@@ -68,20 +77,37 @@ pub enum MetaView<'a> {
 }
 
 impl<'a> MetaView<'a> {
-    /// One of the members the front reads ([`crate::front::validate::meta_keys`]); other names
-    /// are `None` on the raw path.
+    /// One of the members the front reads ([`crate::front::validate::meta_keys`]) but the
+    /// client capabilities ([`MetaView::client_capabilities`]); other names are `None` on the raw
+    /// path.
     pub fn get(&self, key: &str) -> Option<&'a Value> {
         use crate::front::validate::meta_keys;
         match self {
             MetaView::Tree(map) => map.get(key),
             MetaView::Raw(slots) => match key {
                 meta_keys::PROTOCOL_VERSION => slots.protocol_version.as_ref(),
-                meta_keys::CLIENT_CAPABILITIES => slots.client_capabilities.as_ref(),
                 meta_keys::CLIENT_INFO => slots.client_info.as_ref(),
                 meta_keys::LOG_LEVEL => slots.log_level.as_ref(),
                 meta_keys::PROGRESS_TOKEN => slots.progress_token.as_ref(),
                 _ => None,
             },
+        }
+    }
+}
+
+impl MetaView<'_> {
+    /// `_meta["io.modelcontextprotocol/clientCapabilities"]`, when present.
+    pub fn client_capabilities(&self) -> Option<CapabilitiesRead> {
+        use crate::front::validate::meta_keys;
+        match self {
+            MetaView::Tree(map) => map.get(meta_keys::CLIENT_CAPABILITIES).map(|value| {
+                if value.is_object() {
+                    CapabilitiesRead::Object(CapabilityProfile::from_client_capabilities(value))
+                } else {
+                    CapabilitiesRead::NotObject
+                }
+            }),
+            MetaView::Raw(slots) => slots.client_capabilities.clone(),
         }
     }
 }
@@ -208,22 +234,18 @@ impl Params {
         }
     }
 
-    /// `_meta`'s client capabilities and client info for the validated request: moved out of
-    /// the slots of a request read as text (nothing reads them there once the front has checked
-    /// them), copied from a tree.
-    pub(crate) fn take_client_meta(&mut self) -> (Option<Value>, Option<Value>) {
+    /// `_meta`'s client info for the validated request: moved out of the slots of a request
+    /// read as text (nothing reads it there once the front has checked it), copied from a tree.
+    pub(crate) fn take_client_info(&mut self) -> Option<Value> {
         use crate::front::validate::meta_keys;
         match &mut self.0 {
             Repr::Raw(raw) => match &mut raw.scanned.meta {
-                Meta::Object(slots) => (slots.client_capabilities.take(), slots.client_info.take()),
-                _ => (None, None),
+                Meta::Object(slots) => slots.client_info.take(),
+                _ => None,
             },
             Repr::Tree(_) => match self.meta() {
-                MetaRef::Object(meta) => (
-                    meta.get(meta_keys::CLIENT_CAPABILITIES).cloned(),
-                    meta.get(meta_keys::CLIENT_INFO).cloned(),
-                ),
-                _ => (None, None),
+                MetaRef::Object(meta) => meta.get(meta_keys::CLIENT_INFO).cloned(),
+                _ => None,
             },
         }
     }

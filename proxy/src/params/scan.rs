@@ -17,6 +17,8 @@ use std::fmt;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
+use super::CapabilitiesRead;
+use crate::capabilities::CapabilityProfile;
 use crate::front::validate::meta_keys;
 
 /// Objects with more members than this are left to the `Value` parse (the duplicate check is a
@@ -70,7 +72,7 @@ pub(super) enum Meta {
 #[derive(Debug, Clone, Default)]
 pub struct MetaSlots {
     pub protocol_version: Option<Value>,
-    pub client_capabilities: Option<Value>,
+    pub client_capabilities: Option<CapabilitiesRead>,
     pub client_info: Option<Value>,
     pub log_level: Option<Value>,
     pub progress_token: Option<Value>,
@@ -429,9 +431,12 @@ impl<'de> Visitor<'de> for MetaSeed<'de> {
                     last.value.1 = end;
                 }
             }
+            if name == meta_keys::CLIENT_CAPABILITIES {
+                meta.client_capabilities = Some(map.next_value_seed(CapabilitiesSeed)?);
+                continue;
+            }
             let slot = match name {
                 meta_keys::PROTOCOL_VERSION => Some(&mut meta.protocol_version),
-                meta_keys::CLIENT_CAPABILITIES => Some(&mut meta.client_capabilities),
                 meta_keys::CLIENT_INFO => Some(&mut meta.client_info),
                 meta_keys::LOG_LEVEL => Some(&mut meta.log_level),
                 meta_keys::PROGRESS_TOKEN => Some(&mut meta.progress_token),
@@ -460,6 +465,93 @@ impl<'de> Visitor<'de> for MetaSeed<'de> {
                 Tail::Untracked
             },
         })
+    }
+}
+
+/// `_meta["io.modelcontextprotocol/clientCapabilities"]`: an object read as its
+/// [`CapabilityProfile`] (what [`CapabilityProfile::from_client_capabilities`] reads of its
+/// `Value`), anything else checked. No `Value` is built: the object stays in the text.
+struct CapabilitiesSeed;
+
+impl<'de> DeserializeSeed<'de> for CapabilitiesSeed {
+    type Value = CapabilitiesRead;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for CapabilitiesSeed {
+    type Value = CapabilitiesRead;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("any JSON value")
+    }
+
+    scalars!(CapabilitiesRead::NotObject);
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        Check.visit_seq(seq)?;
+        Ok(CapabilitiesRead::NotObject)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut names = Names::default();
+        let (mut elicitation, mut sampling, mut roots) = (None, None, false);
+        while let Some(name) = map.next_key::<&'de str>()? {
+            names.insert(name)?;
+            match name {
+                "elicitation" => elicitation = map.next_value_seed(Members(["form", "url"]))?,
+                "sampling" => sampling = map.next_value_seed(Members(["context", "tools"]))?,
+                "roots" => roots = map.next_value_seed(Members([]))?.is_some(),
+                _ => map.next_value_seed(Check)?,
+            }
+        }
+        Ok(CapabilitiesRead::Object(CapabilityProfile::from_members(
+            elicitation,
+            sampling,
+            roots,
+        )))
+    }
+}
+
+/// A value checked ([`Check`]): for an object, which of these names it has (`None` for
+/// anything else).
+struct Members<const N: usize>([&'static str; N]);
+
+impl<'de, const N: usize> DeserializeSeed<'de> for Members<N> {
+    type Value = Option<[bool; N]>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de, const N: usize> Visitor<'de> for Members<N> {
+    type Value = Option<[bool; N]>;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("any JSON value")
+    }
+
+    scalars!(None);
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        Check.visit_seq(seq)?;
+        Ok(None)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut names = Names::default();
+        let mut found = [false; N];
+        while let Some(name) = map.next_key::<&'de str>()? {
+            names.insert(name)?;
+            if let Some(at) = self.0.iter().position(|wanted| *wanted == name) {
+                found[at] = true;
+            }
+            map.next_value_seed(Check)?;
+        }
+        Ok(Some(found))
     }
 }
 
