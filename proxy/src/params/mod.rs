@@ -158,11 +158,13 @@ impl Params {
     /// whenever the `Value` parse has to decide; the caller then parses the message as before.
     pub fn read_request(bytes: &[u8]) -> Option<(Value, String, Option<Params>)> {
         let text = std::str::from_utf8(bytes).ok()?;
-        let request = scan::scan_request(text)?;
-        let params = request.params.map(|((start, end), scanned)| {
+        let mut scanned = Scanned::default();
+        let request = scan::scan_request(text, &mut scanned)?;
+        let params = request.params.map(|(start, end)| {
+            scan::make_relative(&mut scanned, start);
             Params(Repr::Raw(Box::new(Raw {
                 text: text[start as usize..end as usize].into(),
-                scanned: scan::relative(scanned, start),
+                scanned,
                 tree: OnceLock::new(),
             })))
         });
