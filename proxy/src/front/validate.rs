@@ -26,7 +26,7 @@ use super::read::FrontMessage;
 use crate::capabilities::ClientCapabilities;
 use crate::jsonrpc::{codes, ErrorObject, Message, ParseError};
 use crate::param_headers::{decode_header_value, single_value};
-use crate::params::{CapabilitiesRead, MetaRef, Params};
+use crate::params::{CapabilitiesRead, MetaRef, NotString, Params};
 pub use crate::request::http_status;
 use crate::request::{FrontRequest, Principal};
 
@@ -314,15 +314,15 @@ fn validate_request(
             return Err(invalid_params("`params._meta` must be an object".into()))
         }
     };
-    let version = match meta.get(meta_keys::PROTOCOL_VERSION) {
+    let version = match meta.protocol_version() {
         None => {
             return Err(invalid_params(format!(
                 "missing `_meta[\"{}\"]`",
                 meta_keys::PROTOCOL_VERSION
             )))
         }
-        Some(Value::String(version)) => version.as_str(),
-        Some(_) => {
+        Some(Ok(version)) => version,
+        Some(Err(NotString)) => {
             return Err(invalid_params(format!(
                 "`_meta[\"{}\"]` must be a string",
                 meta_keys::PROTOCOL_VERSION

@@ -70,6 +70,20 @@ pub enum CapabilitiesRead {
     Object(CapabilityProfile),
 }
 
+/// A member that is not a string.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NotString;
+
+/// `_meta["io.modelcontextprotocol/protocolVersion"]` as the raw reader keeps it: the version the
+/// front speaks needs no copy of its text.
+#[derive(Debug, Clone, PartialEq)]
+pub enum VersionRead {
+    /// [`crate::front::validate::PROTOCOL_VERSION`].
+    Current,
+    Other(Box<str>),
+    NotString,
+}
+
 /// An object `params._meta`.
 pub enum MetaView<'a> {
     Tree(&'a Map<String, Value>),
@@ -78,14 +92,13 @@ pub enum MetaView<'a> {
 
 impl<'a> MetaView<'a> {
     /// One of the members the front reads ([`crate::front::validate::meta_keys`]) but the
-    /// client capabilities ([`MetaView::client_capabilities`]); other names are `None` on the raw
-    /// path.
+    /// protocol version and the client capabilities ([`MetaView::protocol_version`],
+    /// [`MetaView::client_capabilities`]); other names are `None` on the raw path.
     pub fn get(&self, key: &str) -> Option<&'a Value> {
         use crate::front::validate::meta_keys;
         match self {
             MetaView::Tree(map) => map.get(key),
             MetaView::Raw(slots) => match key {
-                meta_keys::PROTOCOL_VERSION => slots.protocol_version.as_ref(),
                 meta_keys::CLIENT_INFO => slots.client_info.as_ref(),
                 meta_keys::LOG_LEVEL => slots.log_level.as_ref(),
                 meta_keys::PROGRESS_TOKEN => slots.progress_token.as_ref(),
@@ -95,7 +108,26 @@ impl<'a> MetaView<'a> {
     }
 }
 
-impl MetaView<'_> {
+impl<'a> MetaView<'a> {
+    /// `_meta["io.modelcontextprotocol/protocolVersion"]`, when present: the string, or `Err` for
+    /// anything else.
+    pub fn protocol_version(&self) -> Option<Result<&'a str, NotString>> {
+        use crate::front::validate::meta_keys;
+        match self {
+            MetaView::Tree(map) => map
+                .get(meta_keys::PROTOCOL_VERSION)
+                .map(|value| value.as_str().ok_or(NotString)),
+            MetaView::Raw(slots) => slots
+                .protocol_version
+                .as_ref()
+                .map(|version| match version {
+                    VersionRead::Current => Ok(crate::front::validate::PROTOCOL_VERSION),
+                    VersionRead::Other(version) => Ok(&**version),
+                    VersionRead::NotString => Err(NotString),
+                }),
+        }
+    }
+
     /// `_meta["io.modelcontextprotocol/clientCapabilities"]`, when present.
     pub fn client_capabilities(&self) -> Option<CapabilitiesRead> {
         use crate::front::validate::meta_keys;

@@ -17,7 +17,7 @@ use std::fmt;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use super::CapabilitiesRead;
+use super::{CapabilitiesRead, VersionRead};
 use crate::capabilities::CapabilityProfile;
 use crate::front::validate::meta_keys;
 
@@ -71,7 +71,7 @@ pub(super) enum Meta {
 /// server (all but `progressToken` and the `io.modelcontextprotocol/` ones), located.
 #[derive(Debug, Clone, Default)]
 pub struct MetaSlots {
-    pub protocol_version: Option<Value>,
+    pub protocol_version: Option<VersionRead>,
     pub client_capabilities: Option<CapabilitiesRead>,
     pub client_info: Option<Value>,
     pub log_level: Option<Value>,
@@ -432,12 +432,18 @@ impl<'de> Visitor<'de> for MetaSeed<'de, '_> {
                     last.value.1 = end;
                 }
             }
-            if name == meta_keys::CLIENT_CAPABILITIES {
-                meta.client_capabilities = Some(map.next_value_seed(CapabilitiesSeed)?);
-                continue;
+            match name {
+                meta_keys::PROTOCOL_VERSION => {
+                    meta.protocol_version = Some(map.next_value_seed(VersionSeed)?);
+                    continue;
+                }
+                meta_keys::CLIENT_CAPABILITIES => {
+                    meta.client_capabilities = Some(map.next_value_seed(CapabilitiesSeed)?);
+                    continue;
+                }
+                _ => {}
             }
             let slot = match name {
-                meta_keys::PROTOCOL_VERSION => Some(&mut meta.protocol_version),
                 meta_keys::CLIENT_INFO => Some(&mut meta.client_info),
                 meta_keys::LOG_LEVEL => Some(&mut meta.log_level),
                 meta_keys::PROGRESS_TOKEN => Some(&mut meta.progress_token),
@@ -463,6 +469,64 @@ impl<'de> Visitor<'de> for MetaSeed<'de, '_> {
         } else {
             Tail::Untracked
         }))
+    }
+}
+
+/// `_meta["io.modelcontextprotocol/protocolVersion"]`: a string compared with the version the
+/// front speaks (copied only when it differs), anything else checked.
+struct VersionSeed;
+
+impl<'de> DeserializeSeed<'de> for VersionSeed {
+    type Value = VersionRead;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for VersionSeed {
+    type Value = VersionRead;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(VersionRead::NotString)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(VersionRead::NotString)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(VersionRead::NotString)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(VersionRead::NotString)
+    }
+
+    fn visit_str<E>(self, version: &str) -> Result<Self::Value, E> {
+        Ok(if version == crate::front::validate::PROTOCOL_VERSION {
+            VersionRead::Current
+        } else {
+            VersionRead::Other(version.into())
+        })
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(VersionRead::NotString)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        Check.visit_seq(seq)?;
+        Ok(VersionRead::NotString)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        Check.visit_map(map)?;
+        Ok(VersionRead::NotString)
     }
 }
 

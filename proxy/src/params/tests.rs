@@ -130,6 +130,15 @@ fn texts() -> Vec<Vec<u8>> {
         caps(r#"[{"elicitation":{}}]"#),
         caps(r#""elicitation""#),
         caps(r#"null"#),
+        // Protocol versions: escaped, other, not a string.
+        call(r#""name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026\u002d07-28","io.modelcontextprotocol/clientCapabilities":{}}"#),
+        call(r#""name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-2\u0039","io.modelcontextprotocol/clientCapabilities":{}}"#),
+        call(r#""name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"","io.modelcontextprotocol/clientCapabilities":{}}"#),
+        call(r#""name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":{"v":"2026-07-28"},"io.modelcontextprotocol/clientCapabilities":{}}"#),
+        call(r#""name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":["2026-07-28"],"io.modelcontextprotocol/clientCapabilities":{}}"#),
+        call(r#""name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":null,"io.modelcontextprotocol/clientCapabilities":{}}"#),
+        call(r#""name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"\ud800","io.modelcontextprotocol/clientCapabilities":{}}"#),
+        call(r#""name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":{"a":1,"a":2},"io.modelcontextprotocol/clientCapabilities":{}}"#),
         // Line breaks and spaces between tokens.
         format!(
             "{{\n  \"jsonrpc\": \"2.0\",\n  \"id\": \"a\",\n  \"method\": \"tools/call\",\n  \"params\": {{\r\n    \"name\" : \"echo\" ,\n    \"arguments\" :\n {{ \"a\" : [ 1 ,\n 2 ] }} ,\n \"_meta\" : {{ {META} , \"k\" :\n true }}\n  }}\n}}\n"
