@@ -129,16 +129,24 @@ fn value_end(text: &str, next: u32, separator: char) -> Option<u32> {
     crate::json_spans::value_end(text, next as usize, separator).map(|at| at as u32)
 }
 
+/// Names kept in place by [`Names`]: most objects have fewer members, and every object read
+/// starts a `Names` (filling an array of [`MAX_MEMBERS`] cost ~80 instructions an object:
+/// callgrind, bench/proxy-vs-nginx.md).
+const NAMES_IN_PLACE: usize = 8;
+
 /// The member names of one object so far (names borrowed from the text: compared as they are).
 struct Names<'a> {
-    seen: [&'a str; MAX_MEMBERS],
+    first: [&'a str; NAMES_IN_PLACE],
+    /// The names past the first [`NAMES_IN_PLACE`].
+    more: Vec<&'a str>,
     count: usize,
 }
 
 impl Default for Names<'_> {
     fn default() -> Self {
         Names {
-            seen: [""; MAX_MEMBERS],
+            first: [""; NAMES_IN_PLACE],
+            more: Vec::new(),
             count: 0,
         }
     }
@@ -147,10 +155,17 @@ impl Default for Names<'_> {
 impl<'a> Names<'a> {
     /// An error for a duplicate, or past [`MAX_MEMBERS`].
     fn insert<E: serde::de::Error>(&mut self, name: &'a str) -> Result<(), E> {
-        if self.count == MAX_MEMBERS || self.seen[..self.count].contains(&name) {
+        let in_place = self.count.min(NAMES_IN_PLACE);
+        if self.count == MAX_MEMBERS
+            || self.first[..in_place].contains(&name)
+            || self.more.contains(&name)
+        {
             return Err(give_up());
         }
-        self.seen[self.count] = name;
+        match self.first.get_mut(self.count) {
+            Some(slot) => *slot = name,
+            None => self.more.push(name),
+        }
         self.count += 1;
         Ok(())
     }
@@ -346,7 +361,7 @@ impl<'de> Visitor<'de> for ParamsSeed<'de, '_> {
         let text = self.text;
         let scanned = self.scanned;
         // Room for the usual members (`name`, `arguments`): one allocation, no growth.
-        scanned.forwarded.reserve(4);
+        scanned.forwarded = Vec::with_capacity(4);
         let mut names = Names::default();
         let mut tail = Tail::Untracked;
         while let Some(name) = map.next_key::<&'de str>()? {
@@ -625,6 +640,36 @@ pub(super) fn make_relative(scanned: &mut Scanned, start: u32) {
     if let Meta::Object(meta) = &mut scanned.meta {
         for member in &mut meta.forwarded {
             *member = member.shifted(start);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_refuse_duplicates_and_more_than_the_limit() {
+        let names: Vec<String> = (0..MAX_MEMBERS + 1).map(|n| format!("k{n}")).collect();
+        for count in [
+            1,
+            NAMES_IN_PLACE - 1,
+            NAMES_IN_PLACE,
+            NAMES_IN_PLACE + 1,
+            MAX_MEMBERS,
+        ] {
+            let mut seen = Names::default();
+            for name in &names[..count] {
+                assert!(seen.insert::<serde_json::Error>(name).is_ok(), "{name}");
+            }
+            for name in &names[..count] {
+                assert!(seen.insert::<serde_json::Error>(name).is_err(), "{name}");
+            }
+            assert_eq!(
+                seen.insert::<serde_json::Error>(&names[count]).is_ok(),
+                count < MAX_MEMBERS,
+                "{count}"
+            );
         }
     }
 }

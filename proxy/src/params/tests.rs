@@ -212,6 +212,20 @@ fn texts() -> Vec<Vec<u8>> {
             .collect::<Vec<_>>()
             .join(",")
     )));
+    for (members, last) in [
+        (20, ""),
+        (20, r#","k12":0"#),
+        (20, r#","k2":0"#),
+        (31, r#","k30":0"#),
+    ] {
+        texts.push(call(&format!(
+            r#""name":"echo","arguments":{{{}{last}}}"#,
+            (0..members)
+                .map(|n| format!(r#""k{n}":{n}"#))
+                .collect::<Vec<_>>()
+                .join(",")
+        )));
+    }
     texts.push(call(&format!(
         r#""name":"echo","arguments":{{{},"k3":0}}"#,
         (0..40)
