@@ -129,24 +129,16 @@ fn value_end(text: &str, next: u32, separator: char) -> Option<u32> {
     crate::json_spans::value_end(text, next as usize, separator).map(|at| at as u32)
 }
 
-/// Names kept in place by [`Names`]: most objects have fewer members, and every object read
-/// starts a `Names` (filling an array of [`MAX_MEMBERS`] cost ~80 instructions an object:
-/// callgrind, bench/proxy-vs-nginx.md).
-const NAMES_IN_PLACE: usize = 8;
-
 /// The member names of one object so far (names borrowed from the text: compared as they are).
 struct Names<'a> {
-    first: [&'a str; NAMES_IN_PLACE],
-    /// The names past the first [`NAMES_IN_PLACE`].
-    more: Vec<&'a str>,
+    seen: [&'a str; MAX_MEMBERS],
     count: usize,
 }
 
 impl Default for Names<'_> {
     fn default() -> Self {
         Names {
-            first: [""; NAMES_IN_PLACE],
-            more: Vec::new(),
+            seen: [""; MAX_MEMBERS],
             count: 0,
         }
     }
@@ -155,17 +147,10 @@ impl Default for Names<'_> {
 impl<'a> Names<'a> {
     /// An error for a duplicate, or past [`MAX_MEMBERS`].
     fn insert<E: serde::de::Error>(&mut self, name: &'a str) -> Result<(), E> {
-        let in_place = self.count.min(NAMES_IN_PLACE);
-        if self.count == MAX_MEMBERS
-            || self.first[..in_place].contains(&name)
-            || self.more.contains(&name)
-        {
+        if self.count == MAX_MEMBERS || self.seen[..self.count].contains(&name) {
             return Err(give_up());
         }
-        match self.first.get_mut(self.count) {
-            Some(slot) => *slot = name,
-            None => self.more.push(name),
-        }
+        self.seen[self.count] = name;
         self.count += 1;
         Ok(())
     }
@@ -651,13 +636,7 @@ mod tests {
     #[test]
     fn names_refuse_duplicates_and_more_than_the_limit() {
         let names: Vec<String> = (0..MAX_MEMBERS + 1).map(|n| format!("k{n}")).collect();
-        for count in [
-            1,
-            NAMES_IN_PLACE - 1,
-            NAMES_IN_PLACE,
-            NAMES_IN_PLACE + 1,
-            MAX_MEMBERS,
-        ] {
+        for count in [1, 8, MAX_MEMBERS - 1, MAX_MEMBERS] {
             let mut seen = Names::default();
             for name in &names[..count] {
                 assert!(seen.insert::<serde_json::Error>(name).is_ok(), "{name}");
