@@ -11,7 +11,9 @@ use serde_json::{json, Value};
 pub struct ClientCapabilities {
     profile: CapabilityProfile,
     /// `None`: in the request's `params._meta` ([`crate::request::FrontRequest::client_capabilities_value`]).
-    value: Option<Value>,
+    /// Boxed: only a request another instance passed on has one (and a request is moved a few
+    /// times on its way).
+    value: Option<Box<Value>>,
 }
 
 impl Default for ClientCapabilities {
@@ -25,7 +27,7 @@ impl From<Value> for ClientCapabilities {
     fn from(value: Value) -> Self {
         ClientCapabilities {
             profile: CapabilityProfile::from_client_capabilities(&value),
-            value: Some(value),
+            value: Some(Box::new(value)),
         }
     }
 }
@@ -45,7 +47,7 @@ impl ClientCapabilities {
 
     /// The object, when it is not in the request's params.
     pub fn value(&self) -> Option<&Value> {
-        self.value.as_ref()
+        self.value.as_deref()
     }
 }
 
