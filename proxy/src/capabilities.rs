@@ -10,9 +10,9 @@ use serde_json::{json, Value};
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClientCapabilities {
     profile: CapabilityProfile,
-    /// `None`: in the request's `params._meta` ([`crate::request::FrontRequest::client_capabilities_value`]).
-    /// Boxed: only a request another instance passed on has one (and a request is moved a few
-    /// times on its way).
+    /// `None`: in the request's `params._meta`
+    /// ([`crate::request::FrontRequest::client_capabilities_value`]). Boxed: only a request
+    /// another instance passed on has one (and a request is moved a few times on its way).
     value: Option<Box<Value>>,
 }
 
