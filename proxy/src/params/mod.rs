@@ -310,9 +310,14 @@ impl Params {
             if !std::mem::take(first) {
                 out.push(',');
             }
-            out.push_str(&text[member.key.0 as usize..member.key.1 as usize]);
-            out.push(':');
-            out.push_str(&text[member.value.0 as usize..member.value.1 as usize]);
+            if member.value.0 == member.key.1 + 1 {
+                // Nothing but the `:` between them (`value_start`): one copy.
+                out.push_str(&text[member.key.0 as usize..member.value.1 as usize]);
+            } else {
+                out.push_str(&text[member.key.0 as usize..member.key.1 as usize]);
+                out.push(':');
+                out.push_str(&text[member.value.0 as usize..member.value.1 as usize]);
+            }
         };
         for member in &scanned.forwarded {
             splice(&mut out, member, &mut first);
