@@ -21,6 +21,7 @@
 
 use http::{HeaderMap, HeaderName, HeaderValue};
 use libfuzzer_sys::fuzz_target;
+use mcp_mrtr_proxy::capabilities::CapabilityProfile;
 use mcp_mrtr_proxy::front::read::FrontMessage;
 use mcp_mrtr_proxy::front::validate::{
     header_names, meta_keys, validate, Rejection, Validated, CLIENT_REQUEST_METHODS,
@@ -288,10 +289,14 @@ fn check_accepted(message: &Message, validated: &Validated, headers: Option<&Hea
             assert_eq!(Some(request.params.tree()), params.as_ref());
             let meta = &request.params.tree()["_meta"];
             assert_eq!(meta[meta_keys::PROTOCOL_VERSION], PROTOCOL_VERSION);
-            assert!(request.client_capabilities.is_object());
+            assert!(request.client_capabilities_value().is_object());
             assert_eq!(
-                &request.client_capabilities,
+                request.client_capabilities_value(),
                 &meta[meta_keys::CLIENT_CAPABILITIES]
+            );
+            assert_eq!(
+                request.client_capabilities.profile(),
+                &CapabilityProfile::from_client_capabilities(&meta[meta_keys::CLIENT_CAPABILITIES])
             );
             let name_key = match method.as_str() {
                 "tools/call" | "prompts/get" => Some("name"),

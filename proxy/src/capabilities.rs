@@ -3,6 +3,54 @@
 
 use serde_json::{json, Value};
 
+/// A request's `_meta["io.modelcontextprotocol/clientCapabilities"]`: the profile the proxy
+/// reads from it, taken when the request was read, and the object itself, which only a forwarded
+/// request's envelope (and tests) read: left in the request's params, where it came, rather than
+/// built again for every request (callgrind, bench/proxy-vs-nginx.md).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientCapabilities {
+    profile: CapabilityProfile,
+    /// `None`: in the request's `params._meta`
+    /// ([`crate::request::FrontRequest::client_capabilities_value`]). Boxed: only a request
+    /// another instance passed on has one (and a request is moved a few times on its way).
+    value: Option<Box<Value>>,
+}
+
+impl Default for ClientCapabilities {
+    /// None known: `null`.
+    fn default() -> Self {
+        Value::Null.into()
+    }
+}
+
+impl From<Value> for ClientCapabilities {
+    fn from(value: Value) -> Self {
+        ClientCapabilities {
+            profile: CapabilityProfile::from_client_capabilities(&value),
+            value: Some(Box::new(value)),
+        }
+    }
+}
+
+impl ClientCapabilities {
+    /// The capabilities in the request's `params._meta`, whose profile is `profile`.
+    pub fn in_params(profile: CapabilityProfile) -> Self {
+        ClientCapabilities {
+            profile,
+            value: None,
+        }
+    }
+
+    pub fn profile(&self) -> &CapabilityProfile {
+        &self.profile
+    }
+
+    /// The object, when it is not in the request's params.
+    pub fn value(&self) -> Option<&Value> {
+        self.value.as_deref()
+    }
+}
+
 /// The part of `clientCapabilities` a legacy server can observe. Lanes are keyed by it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CapabilityProfile {
@@ -18,27 +66,36 @@ impl CapabilityProfile {
     /// Reads `_meta["io.modelcontextprotocol/clientCapabilities"]`. An empty `elicitation: {}`
     /// means form mode only.
     pub fn from_client_capabilities(capabilities: &Value) -> Self {
-        let elicitation = capabilities.get("elicitation").filter(|v| v.is_object());
+        let object = |key: &str| capabilities.get(key).filter(|value| value.is_object());
+        let has = |object: &Value, keys: [&str; 2]| keys.map(|key| object.get(key).is_some());
+        CapabilityProfile::from_members(
+            object("elicitation").map(|elicitation| has(elicitation, ["form", "url"])),
+            object("sampling").map(|sampling| has(sampling, ["context", "tools"])),
+            object("roots").is_some(),
+        )
+    }
+
+    /// [`from_client_capabilities`](Self::from_client_capabilities) of what it reads: whether
+    /// `elicitation` is an object and has `form` and `url`; whether `sampling` is one and has
+    /// `context` and `tools`; whether `roots` is one. The front's raw reader gives these
+    /// (`params/scan.rs`).
+    pub fn from_members(
+        elicitation: Option<[bool; 2]>,
+        sampling: Option<[bool; 2]>,
+        roots: bool,
+    ) -> Self {
         let (form, url) = match elicitation {
             None => (false, false),
-            Some(e) => {
-                let form = e.get("form").is_some();
-                let url = e.get("url").is_some();
-                if !form && !url {
-                    (true, false)
-                } else {
-                    (form, url)
-                }
-            }
+            Some([false, false]) => (true, false),
+            Some([form, url]) => (form, url),
         };
-        let sampling = capabilities.get("sampling").filter(|v| v.is_object());
         CapabilityProfile {
             elicitation_form: form,
             elicitation_url: url,
             sampling: sampling.is_some(),
-            sampling_context: sampling.is_some_and(|s| s.get("context").is_some()),
-            sampling_tools: sampling.is_some_and(|s| s.get("tools").is_some()),
-            roots: capabilities.get("roots").is_some_and(Value::is_object),
+            sampling_context: sampling.is_some_and(|[context, _]| context),
+            sampling_tools: sampling.is_some_and(|[_, tools]| tools),
+            roots,
         }
     }
 

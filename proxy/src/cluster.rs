@@ -58,7 +58,7 @@ pub fn seal_request(sealer: &Sealer, request: &FrontRequest) -> Vec<u8> {
         id: request.id.clone(),
         method: request.method.clone(),
         params: request.params.to_value(),
-        client_capabilities: request.client_capabilities.clone(),
+        client_capabilities: request.client_capabilities_value().clone(),
         client_info: request.client_info.clone(),
         log_level: request.log_level.clone(),
         progress_token: request.progress_token.clone(),
@@ -92,7 +92,7 @@ pub fn open_request(sealer: &Sealer, sealed: &[u8], now: u64) -> Result<FrontReq
         id: envelope.id,
         method: envelope.method,
         params: envelope.params.into(),
-        client_capabilities: envelope.client_capabilities,
+        client_capabilities: envelope.client_capabilities.into(),
         client_info: envelope.client_info,
         log_level: envelope.log_level,
         progress_token: envelope.progress_token,
@@ -250,7 +250,7 @@ mod tests {
             method: "tools/call".into(),
             // mcp-lint: allow(unsigned-request-state) a placeholder a client echoes; never opened here
             params: json!({"name": "ask_name", "arguments": {}, "requestState": "mrs1.x"}).into(),
-            client_capabilities: json!({"elicitation": {}}),
+            client_capabilities: json!({"elicitation": {}}).into(),
             client_info: Some(json!({"name": "c"})),
             log_level: Some("info".into()),
             progress_token: Some(json!("p")),
@@ -270,6 +270,10 @@ mod tests {
         assert_eq!(opened.id, original.id);
         assert_eq!(opened.method, original.method);
         assert_eq!(opened.params, original.params);
+        assert_eq!(
+            opened.client_capabilities_value(),
+            original.client_capabilities_value()
+        );
         assert_eq!(opened.client_capabilities, original.client_capabilities);
         assert_eq!(opened.client_info, original.client_info);
         assert_eq!(opened.log_level, original.log_level);

@@ -402,16 +402,29 @@ pub fn single_header<'a>(
     display: &str,
 ) -> Result<&'a str, String> {
     let mut values = headers.get_all(name).iter();
-    let Some(value) = values.next() else {
+    let first = values.next();
+    let repeated = first.is_some() && values.next().is_some();
+    single_value(first, repeated, display)
+}
+
+/// [`single_header`] of values already found: the first one (`None`: missing), and whether
+/// there was another.
+pub fn single_value<'a>(
+    first: Option<&'a http::HeaderValue>,
+    repeated: bool,
+    display: &str,
+) -> Result<&'a str, String> {
+    let Some(value) = first else {
         return Err(format!("missing `{display}` header"));
     };
-    if values.next().is_some() {
+    if repeated {
         return Err(format!("`{display}` header is repeated"));
     }
     let value = value.to_str().map_err(|_| {
         format!("`{display}` header contains invalid characters (use the `=?base64?…?=` form)")
     })?;
-    Ok(value.trim_matches([' ', '\t']))
+    // Visible ASCII and tabs only (`to_str`): the only whitespace to trim is spaces and tabs.
+    Ok(value.trim_ascii())
 }
 
 /// Decodes a header value that may use the `=?base64?{value}?=` sentinel form (standard alphabet,

@@ -119,8 +119,9 @@ pub struct FrontRequest {
     /// The request's `params` object, `_meta` included (the client's text on the fronts' fast
     /// path, [`crate::params`]).
     pub params: crate::params::Params,
-    /// `_meta["io.modelcontextprotocol/clientCapabilities"]`.
-    pub client_capabilities: Value,
+    /// `_meta["io.modelcontextprotocol/clientCapabilities"]`: its profile, and where the object
+    /// is ([`FrontRequest::client_capabilities_value`]).
+    pub client_capabilities: crate::capabilities::ClientCapabilities,
     /// `_meta["io.modelcontextprotocol/clientInfo"]`, when sent.
     pub client_info: Option<Value>,
     /// `_meta["io.modelcontextprotocol/logLevel"]`, when sent.
@@ -136,6 +137,22 @@ pub struct FrontRequest {
     /// for other methods and on stdio, where nothing is mirrored. The engine checks them against
     /// `arguments` ([`crate::param_headers`]).
     pub param_headers: Option<Box<::http::HeaderMap>>,
+}
+
+impl FrontRequest {
+    /// `_meta["io.modelcontextprotocol/clientCapabilities"]` (`null` when unknown).
+    pub fn client_capabilities_value(&self) -> &Value {
+        static NULL: Value = Value::Null;
+        match self.client_capabilities.value() {
+            Some(value) => value,
+            None => self
+                .params
+                .tree()
+                .get("_meta")
+                .and_then(|meta| meta.get(crate::front::validate::meta_keys::CLIENT_CAPABILITIES))
+                .unwrap_or(&NULL),
+        }
+    }
 }
 
 /// What the engine sends back for one request.

@@ -10,7 +10,6 @@ use tracing::{debug, info, warn};
 
 use super::wire::{backend_failure, internal, invalid_params};
 use super::Engine;
-use crate::capabilities::CapabilityProfile;
 use crate::jsonrpc::{ErrorObject, Message};
 use crate::request::{FrontRequest, ResponseSink};
 use crate::subscriptions::ListenFilter;
@@ -53,7 +52,7 @@ impl Engine {
                 .resource_subscriptions
                 .acquire(
                     &pool,
-                    &CapabilityProfile::from_client_capabilities(&request.client_capabilities),
+                    request.client_capabilities.profile(),
                     &honoured.resource_subscriptions,
                     timeout,
                 )

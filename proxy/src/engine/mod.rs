@@ -273,7 +273,7 @@ impl Engine {
         mut sink: ResponseSink,
         forwarded: bool,
     ) {
-        let profile = CapabilityProfile::from_client_capabilities(&request.client_capabilities);
+        let profile = request.client_capabilities.profile().clone();
         self.note_client_deprecations(&request, &profile);
         // The future of a request is as large as its largest path, and it is moved into its
         // task on every request: the paths other than a new call's are boxed, so only the ones

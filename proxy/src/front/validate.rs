@@ -23,9 +23,10 @@
 use serde_json::{json, Map, Value};
 
 use super::read::FrontMessage;
+use crate::capabilities::ClientCapabilities;
 use crate::jsonrpc::{codes, ErrorObject, Message, ParseError};
-use crate::param_headers::{decode_header_value, single_header};
-use crate::params::{MetaRef, Params};
+use crate::param_headers::{decode_header_value, single_value};
+use crate::params::{CapabilitiesRead, MetaRef, NotString, Params};
 pub use crate::request::http_status;
 use crate::request::{FrontRequest, Principal};
 
@@ -77,15 +78,57 @@ pub mod header_names {
     pub const MCP_NAME: &str = "mcp-name";
 }
 
-/// [`header_names`] as parsed names: a lookup by `&str` parses the name again on every request
-/// (callgrind, bench/proxy-vs-nginx.md).
-mod parsed_names {
-    use http::HeaderName;
+/// The request headers validation reads, found in one pass over the headers: three hashed
+/// lookups and a walk for the `Mcp-Param-*` ones cost more (callgrind, bench/proxy-vs-nginx.md).
+#[derive(Default)]
+struct FrontHeaders<'a> {
+    protocol_version: Found<'a>,
+    method: Found<'a>,
+    name: Found<'a>,
+    /// Whether an `Mcp-Param-*` header was sent.
+    params: bool,
+}
 
-    pub const MCP_PROTOCOL_VERSION: HeaderName =
-        HeaderName::from_static(super::header_names::MCP_PROTOCOL_VERSION);
-    pub const MCP_METHOD: HeaderName = HeaderName::from_static(super::header_names::MCP_METHOD);
-    pub const MCP_NAME: HeaderName = HeaderName::from_static(super::header_names::MCP_NAME);
+/// The values of one header name.
+#[derive(Default)]
+struct Found<'a> {
+    first: Option<&'a http::HeaderValue>,
+    repeated: bool,
+}
+
+impl<'a> Found<'a> {
+    fn add(&mut self, value: &'a http::HeaderValue) {
+        if self.first.is_none() {
+            self.first = Some(value);
+        } else {
+            self.repeated = true;
+        }
+    }
+
+    /// [`single_header`](crate::param_headers::single_header) of this name.
+    fn single(&self, display: &str) -> Result<&'a str, String> {
+        single_value(self.first, self.repeated, display)
+    }
+}
+
+impl<'a> FrontHeaders<'a> {
+    fn read(headers: &'a http::HeaderMap) -> Self {
+        let mut found = FrontHeaders::default();
+        // Names are lower case in a `HeaderMap`.
+        for (name, value) in headers {
+            let name = name.as_str();
+            match name.len() {
+                20 if name == header_names::MCP_PROTOCOL_VERSION => {
+                    found.protocol_version.add(value)
+                }
+                10 if name == header_names::MCP_METHOD => found.method.add(value),
+                8 if name == header_names::MCP_NAME => found.name.add(value),
+                _ if name.starts_with(crate::param_headers::HEADER_PREFIX) => found.params = true,
+                _ => {}
+            }
+        }
+        found
+    }
 }
 
 /// The only client notification 2026-07-28 defines.
@@ -181,9 +224,7 @@ pub fn validate_front(
                 validate_request(&id, &method, params.as_ref(), headers, principal)?;
             if let (Validated::Request(request), Some(mut params)) = (&mut validated, params) {
                 // Checked above: moved out of the text's slots, not copied.
-                let (capabilities, info) = params.take_client_meta();
-                request.client_capabilities = capabilities.unwrap_or_default();
-                request.client_info = info.filter(Value::is_object);
+                request.client_info = params.take_client_info().filter(Value::is_object);
                 request.id = id;
                 request.method = method;
                 request.params = params;
@@ -273,30 +314,30 @@ fn validate_request(
             return Err(invalid_params("`params._meta` must be an object".into()))
         }
     };
-    let version = match meta.get(meta_keys::PROTOCOL_VERSION) {
+    let version = match meta.protocol_version() {
         None => {
             return Err(invalid_params(format!(
                 "missing `_meta[\"{}\"]`",
                 meta_keys::PROTOCOL_VERSION
             )))
         }
-        Some(Value::String(version)) => version.as_str(),
-        Some(_) => {
+        Some(Ok(version)) => version,
+        Some(Err(NotString)) => {
             return Err(invalid_params(format!(
                 "`_meta[\"{}\"]` must be a string",
                 meta_keys::PROTOCOL_VERSION
             )))
         }
     };
-    match meta.get(meta_keys::CLIENT_CAPABILITIES) {
+    let capabilities = match meta.client_capabilities() {
         None => {
             return Err(invalid_params(format!(
                 "missing `_meta[\"{}\"]`",
                 meta_keys::CLIENT_CAPABILITIES
             )))
         }
-        Some(Value::Object(_)) => {}
-        Some(_) => {
+        Some(CapabilitiesRead::Object(profile)) => profile,
+        Some(CapabilitiesRead::NotObject) => {
             return Err(invalid_params(format!(
                 "`_meta[\"{}\"]` must be an object",
                 meta_keys::CLIENT_CAPABILITIES
@@ -305,13 +346,12 @@ fn validate_request(
     };
 
     // 3. `MCP-Protocol-Version` header = `_meta` version (HTTP).
-    if let Some(headers) = headers {
-        let header = single_header(
-            headers,
-            parsed_names::MCP_PROTOCOL_VERSION,
-            "MCP-Protocol-Version",
-        )
-        .map_err(mismatch)?;
+    let found = headers.map(FrontHeaders::read);
+    if let Some(found) = &found {
+        let header = found
+            .protocol_version
+            .single("MCP-Protocol-Version")
+            .map_err(mismatch)?;
         if header != version {
             return Err(mismatch(format!(
                 "`MCP-Protocol-Version` header `{header}` does not match `_meta` protocol version `{version}`"
@@ -330,9 +370,8 @@ fn validate_request(
         "resources/read" => Some("uri"),
         _ => None,
     };
-    if let Some(headers) = headers {
-        let header =
-            single_header(headers, parsed_names::MCP_METHOD, "Mcp-Method").map_err(mismatch)?;
+    if let Some(found) = &found {
+        let header = found.method.single("Mcp-Method").map_err(mismatch)?;
         if header != method {
             return Err(mismatch(format!(
                 "`Mcp-Method` header `{header}` does not match body method `{method}`"
@@ -340,8 +379,7 @@ fn validate_request(
         }
         // A body without a string name/uri is refused below with -32602.
         if let Some(body_name) = name_key.and_then(|key| params_object.get(key)?.as_str()) {
-            let header =
-                single_header(headers, parsed_names::MCP_NAME, "Mcp-Name").map_err(mismatch)?;
+            let header = found.name.single("Mcp-Name").map_err(mismatch)?;
             let decoded = decode_header_value(header)
                 .map_err(|problem| mismatch(format!("`Mcp-Name` header {problem}")))?;
             if decoded != body_name {
@@ -389,23 +427,28 @@ fn validate_request(
         id: Value::Null,
         method: String::new(),
         params: Params::default(),
+        // Left in the params the caller moves in.
+        client_capabilities: ClientCapabilities::in_params(capabilities),
         // Moved in by the caller, once checked here.
-        client_capabilities: Value::Null,
         client_info: None,
         log_level,
         progress_token,
         principal,
         credentials: crate::credentials::Credentials::none(),
         param_headers: headers
+            .zip(found)
             .filter(|_| method == "tools/call")
-            .map(mirrored_headers),
+            .map(|(headers, found)| mirrored_headers(headers, found.params)),
     }))
 }
 
 /// The `Mcp-Param-*` headers of a request, for the engine's check against the tool's annotations
-/// (which only the engine knows).
-fn mirrored_headers(headers: &http::HeaderMap) -> Box<http::HeaderMap> {
+/// (which only the engine knows); `any`: whether there is one.
+fn mirrored_headers(headers: &http::HeaderMap, any: bool) -> Box<http::HeaderMap> {
     let mut mirrored = http::HeaderMap::new();
+    if !any {
+        return Box::new(mirrored);
+    }
     for (name, value) in headers {
         if name
             .as_str()

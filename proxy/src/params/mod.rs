@@ -18,6 +18,7 @@ use std::sync::OnceLock;
 
 use serde_json::{Map, Value};
 
+use crate::capabilities::CapabilityProfile;
 use crate::jsonrpc::RawText;
 use scan::{Meta, Scanned, Spliced};
 
@@ -61,6 +62,28 @@ pub enum MetaRef<'a> {
     Object(MetaView<'a>),
 }
 
+/// `_meta["io.modelcontextprotocol/clientCapabilities"]` as the front validates it: an object
+/// read as the profile the proxy keeps of it, or something else.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CapabilitiesRead {
+    NotObject,
+    Object(CapabilityProfile),
+}
+
+/// A member that is not a string.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NotString;
+
+/// `_meta["io.modelcontextprotocol/protocolVersion"]` as the raw reader keeps it: the version the
+/// front speaks needs no copy of its text.
+#[derive(Debug, Clone, PartialEq)]
+pub enum VersionRead {
+    /// [`crate::front::validate::PROTOCOL_VERSION`].
+    Current,
+    Other(Box<str>),
+    NotString,
+}
+
 /// An object `params._meta`.
 pub enum MetaView<'a> {
     Tree(&'a Map<String, Value>),
@@ -68,20 +91,55 @@ pub enum MetaView<'a> {
 }
 
 impl<'a> MetaView<'a> {
-    /// One of the members the front reads ([`crate::front::validate::meta_keys`]); other names
-    /// are `None` on the raw path.
+    /// One of the members the front reads ([`crate::front::validate::meta_keys`]) but the
+    /// protocol version and the client capabilities ([`MetaView::protocol_version`],
+    /// [`MetaView::client_capabilities`]); other names are `None` on the raw path.
     pub fn get(&self, key: &str) -> Option<&'a Value> {
         use crate::front::validate::meta_keys;
         match self {
             MetaView::Tree(map) => map.get(key),
             MetaView::Raw(slots) => match key {
-                meta_keys::PROTOCOL_VERSION => slots.protocol_version.as_ref(),
-                meta_keys::CLIENT_CAPABILITIES => slots.client_capabilities.as_ref(),
                 meta_keys::CLIENT_INFO => slots.client_info.as_ref(),
                 meta_keys::LOG_LEVEL => slots.log_level.as_ref(),
                 meta_keys::PROGRESS_TOKEN => slots.progress_token.as_ref(),
                 _ => None,
             },
+        }
+    }
+}
+
+impl<'a> MetaView<'a> {
+    /// `_meta["io.modelcontextprotocol/protocolVersion"]`, when present: the string, or `Err` for
+    /// anything else.
+    pub fn protocol_version(&self) -> Option<Result<&'a str, NotString>> {
+        use crate::front::validate::meta_keys;
+        match self {
+            MetaView::Tree(map) => map
+                .get(meta_keys::PROTOCOL_VERSION)
+                .map(|value| value.as_str().ok_or(NotString)),
+            MetaView::Raw(slots) => slots
+                .protocol_version
+                .as_ref()
+                .map(|version| match version {
+                    VersionRead::Current => Ok(crate::front::validate::PROTOCOL_VERSION),
+                    VersionRead::Other(version) => Ok(&**version),
+                    VersionRead::NotString => Err(NotString),
+                }),
+        }
+    }
+
+    /// `_meta["io.modelcontextprotocol/clientCapabilities"]`, when present.
+    pub fn client_capabilities(&self) -> Option<CapabilitiesRead> {
+        use crate::front::validate::meta_keys;
+        match self {
+            MetaView::Tree(map) => map.get(meta_keys::CLIENT_CAPABILITIES).map(|value| {
+                if value.is_object() {
+                    CapabilitiesRead::Object(CapabilityProfile::from_client_capabilities(value))
+                } else {
+                    CapabilitiesRead::NotObject
+                }
+            }),
+            MetaView::Raw(slots) => slots.client_capabilities.clone(),
         }
     }
 }
@@ -132,11 +190,13 @@ impl Params {
     /// whenever the `Value` parse has to decide; the caller then parses the message as before.
     pub fn read_request(bytes: &[u8]) -> Option<(Value, String, Option<Params>)> {
         let text = std::str::from_utf8(bytes).ok()?;
-        let request = scan::scan_request(text)?;
-        let params = request.params.map(|((start, end), scanned)| {
+        let mut scanned = Scanned::default();
+        let request = scan::scan_request(text, &mut scanned)?;
+        let params = request.params.map(|(start, end)| {
+            scan::make_relative(&mut scanned, start);
             Params(Repr::Raw(Box::new(Raw {
                 text: text[start as usize..end as usize].into(),
-                scanned: scan::relative(scanned, start),
+                scanned,
                 tree: OnceLock::new(),
             })))
         });
@@ -208,22 +268,18 @@ impl Params {
         }
     }
 
-    /// `_meta`'s client capabilities and client info for the validated request: moved out of
-    /// the slots of a request read as text (nothing reads them there once the front has checked
-    /// them), copied from a tree.
-    pub(crate) fn take_client_meta(&mut self) -> (Option<Value>, Option<Value>) {
+    /// `_meta`'s client info for the validated request: moved out of the slots of a request
+    /// read as text (nothing reads it there once the front has checked it), copied from a tree.
+    pub(crate) fn take_client_info(&mut self) -> Option<Value> {
         use crate::front::validate::meta_keys;
         match &mut self.0 {
             Repr::Raw(raw) => match &mut raw.scanned.meta {
-                Meta::Object(slots) => (slots.client_capabilities.take(), slots.client_info.take()),
-                _ => (None, None),
+                Meta::Object(slots) => slots.client_info.take(),
+                _ => None,
             },
             Repr::Tree(_) => match self.meta() {
-                MetaRef::Object(meta) => (
-                    meta.get(meta_keys::CLIENT_CAPABILITIES).cloned(),
-                    meta.get(meta_keys::CLIENT_INFO).cloned(),
-                ),
-                _ => (None, None),
+                MetaRef::Object(meta) => meta.get(meta_keys::CLIENT_INFO).cloned(),
+                _ => None,
             },
         }
     }
@@ -254,9 +310,14 @@ impl Params {
             if !std::mem::take(first) {
                 out.push(',');
             }
-            out.push_str(&text[member.key.0 as usize..member.key.1 as usize]);
-            out.push(':');
-            out.push_str(&text[member.value.0 as usize..member.value.1 as usize]);
+            if member.value.0 == member.key.1 + 1 {
+                // Nothing but the `:` between them (`value_start`): one copy.
+                out.push_str(&text[member.key.0 as usize..member.value.1 as usize]);
+            } else {
+                out.push_str(&text[member.key.0 as usize..member.key.1 as usize]);
+                out.push(':');
+                out.push_str(&text[member.value.0 as usize..member.value.1 as usize]);
+            }
         };
         for member in &scanned.forwarded {
             splice(&mut out, member, &mut first);

@@ -17,6 +17,8 @@ use std::fmt;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
+use super::{CapabilitiesRead, VersionRead};
+use crate::capabilities::CapabilityProfile;
 use crate::front::validate::meta_keys;
 
 /// Objects with more members than this are left to the `Value` parse (the duplicate check is a
@@ -69,8 +71,8 @@ pub(super) enum Meta {
 /// server (all but `progressToken` and the `io.modelcontextprotocol/` ones), located.
 #[derive(Debug, Clone, Default)]
 pub struct MetaSlots {
-    pub protocol_version: Option<Value>,
-    pub client_capabilities: Option<Value>,
+    pub protocol_version: Option<VersionRead>,
+    pub client_capabilities: Option<CapabilitiesRead>,
     pub client_info: Option<Value>,
     pub log_level: Option<Value>,
     pub progress_token: Option<Value>,
@@ -81,16 +83,21 @@ pub struct MetaSlots {
 pub(super) struct ScannedRequest {
     pub id: Value,
     pub method: String,
-    /// The params' span in the message, and what they hold (spans into the params text).
-    pub params: Option<(Span, Scanned)>,
+    /// The params' span in the message (what they hold is in the [`Scanned`] given to
+    /// [`scan_request`]).
+    pub params: Option<Span>,
 }
 
 /// Reads `text` as a JSON-RPC request (`jsonrpc` "2.0", a string or integer `id`, a string
 /// `method`, an object `params` or none); `None` for anything else or when the `Value` parse has
-/// to decide.
-pub(super) fn scan_request(text: &str) -> Option<ScannedRequest> {
+/// to decide. What the params hold is read into `scanned` (spans into the message text): in
+/// place, since a [`Scanned`] is a few hundred bytes that each move would copy (callgrind,
+/// bench/proxy-vs-nginx.md).
+pub(super) fn scan_request(text: &str, scanned: &mut Scanned) -> Option<ScannedRequest> {
     let mut deserializer = serde_json::Deserializer::from_str(text);
-    let request = deserializer.deserialize_map(Envelope { text }).ok()?;
+    let request = deserializer
+        .deserialize_map(Envelope { text, scanned })
+        .ok()?;
     deserializer.end().ok()?;
     if !(request.id.is_string() || request.id.is_i64() || request.id.is_u64()) {
         return None;
@@ -215,11 +222,12 @@ impl<'de> Visitor<'de> for Check {
 }
 
 /// The request object.
-struct Envelope<'t> {
+struct Envelope<'t, 'o> {
     text: &'t str,
+    scanned: &'o mut Scanned,
 }
 
-impl<'de> Visitor<'de> for Envelope<'de> {
+impl<'de> Visitor<'de> for Envelope<'de, '_> {
     type Value = ScannedRequest;
 
     fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
@@ -231,19 +239,21 @@ impl<'de> Visitor<'de> for Envelope<'de> {
         let mut names = Names::default();
         let (mut jsonrpc_ok, mut id, mut method) = (false, None, None);
         let mut params = None;
-        // The params read, and their start, until the next token shows where they end.
-        let mut open: Option<(u32, Open<Scanned>)> = None;
+        // The params' start and last member, until the next token shows where they end.
+        let mut open: Option<(u32, Tail)> = None;
         while let Some(name) = map.next_key::<&'de str>()? {
             names.insert(name)?;
             let key = key_span(text, name);
-            if let Some((start, scanned)) = open.take() {
+            if let Some((start, tail)) = open.take() {
                 let end = value_end(text, key.0, ',').ok_or_else(give_up)?;
-                params = Some(((start, end), scanned.close(text, end)?));
+                close(text, self.scanned, tail, end)?;
+                params = Some((start, end));
             }
             match name {
                 "params" => {
                     let start = value_start(text, key.1).ok_or_else(give_up)?;
-                    open = Some((start, map.next_value_seed(ParamsSeed { text })?));
+                    let scanned = &mut *self.scanned;
+                    open = Some((start, map.next_value_seed(ParamsSeed { text, scanned })?));
                 }
                 "jsonrpc" => jsonrpc_ok = map.next_value::<&'de str>()? == "2.0",
                 "id" => id = Some(map.next_value::<Value>()?),
@@ -251,22 +261,17 @@ impl<'de> Visitor<'de> for Envelope<'de> {
                 _ => map.next_value_seed(Check)?,
             }
         }
-        if let Some((start, scanned)) = open {
+        if let Some((start, tail)) = open {
             let end = value_end(text, text.trim_end_matches(WS).len() as u32, '}');
             let end = end.ok_or_else(give_up)?;
-            params = Some(((start, end), scanned.close(text, end)?));
+            close(text, self.scanned, tail, end)?;
+            params = Some((start, end));
         }
         match (jsonrpc_ok, id, method) {
             (true, Some(id), Some(method)) => Ok(ScannedRequest { id, method, params }),
             _ => Err(give_up()),
         }
     }
-}
-
-/// An object read but for its last member's value end, which the token after the object shows.
-struct Open<T> {
-    read: T,
-    tail: Tail,
 }
 
 /// The last member of an object, whose end is not yet known.
@@ -280,13 +285,15 @@ enum Tail {
     Meta(bool),
 }
 
-impl Open<Scanned> {
-    /// The params, now that they end at `end`.
-    fn close<E: serde::de::Error>(mut self, text: &str, end: u32) -> Result<Scanned, E> {
-        let last = value_end(text, end, '}').ok_or_else(give_up)?;
-        settle(text, &mut self.read, self.tail, last)?;
-        Ok(self.read)
-    }
+/// Records that the params, whose last member is `tail`, end at `end`.
+fn close<E: serde::de::Error>(
+    text: &str,
+    scanned: &mut Scanned,
+    tail: Tail,
+    end: u32,
+) -> Result<(), E> {
+    let last = value_end(text, end, '}').ok_or_else(give_up)?;
+    settle(text, scanned, tail, last)
 }
 
 /// Records that the params member `tail` ends at `end`.
@@ -313,21 +320,23 @@ fn settle<E: serde::de::Error>(
     Ok(())
 }
 
-/// `params`: an object, read as [`Scanned`] (spans into the message text).
-struct ParamsSeed<'t> {
+/// `params`: an object, read into a default [`Scanned`] (spans into the message text); gives
+/// its last member, whose end the token after the object shows.
+struct ParamsSeed<'t, 'o> {
     text: &'t str,
+    scanned: &'o mut Scanned,
 }
 
-impl<'de> DeserializeSeed<'de> for ParamsSeed<'de> {
-    type Value = Open<Scanned>;
+impl<'de> DeserializeSeed<'de> for ParamsSeed<'de, '_> {
+    type Value = Tail;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
         deserializer.deserialize_map(self)
     }
 }
 
-impl<'de> Visitor<'de> for ParamsSeed<'de> {
-    type Value = Open<Scanned>;
+impl<'de> Visitor<'de> for ParamsSeed<'de, '_> {
+    type Value = Tail;
 
     fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
         formatter.write_str("an object")
@@ -335,7 +344,9 @@ impl<'de> Visitor<'de> for ParamsSeed<'de> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let text = self.text;
-        let mut scanned = Scanned::default();
+        let scanned = self.scanned;
+        // Room for the usual members (`name`, `arguments`): one allocation, no growth.
+        scanned.forwarded = Vec::with_capacity(4);
         let mut names = Names::default();
         let mut tail = Tail::Untracked;
         while let Some(name) = map.next_key::<&'de str>()? {
@@ -343,17 +354,17 @@ impl<'de> Visitor<'de> for ParamsSeed<'de> {
             let key = key_span(text, name);
             if let Tail::Forwarded | Tail::Meta(true) = tail {
                 let end = value_end(text, key.0, ',').ok_or_else(give_up)?;
-                settle(text, &mut scanned, tail, end)?;
+                settle(text, scanned, tail, end)?;
             }
             let start = value_start(text, key.1).ok_or_else(give_up)?;
             tail = Tail::Untracked;
             match name {
                 "_meta" => {
-                    let meta = map.next_value_seed(MetaSeed { text })?;
-                    if let Meta::Object(_) = meta.read {
-                        tail = Tail::Meta(matches!(meta.tail, Tail::Forwarded));
+                    let meta = &mut scanned.meta;
+                    match map.next_value_seed(MetaSeed { text, meta })? {
+                        Some(last) => tail = Tail::Meta(matches!(last, Tail::Forwarded)),
+                        None => scanned.meta = Meta::NotObject,
                     }
-                    scanned.meta = meta.read;
                 }
                 "requestState" => scanned.request_state = Some(map.next_value()?),
                 "inputResponses" => scanned.input_responses = Some(map.next_value()?),
@@ -371,49 +382,45 @@ impl<'de> Visitor<'de> for ParamsSeed<'de> {
                 }
             }
         }
-        Ok(Open {
-            read: scanned,
-            tail,
-        })
+        Ok(tail)
     }
 }
 
-/// `params._meta`: an object read as [`MetaSlots`], or anything else checked.
-struct MetaSeed<'t> {
+/// `params._meta`: an object read into `meta` as [`MetaSlots`] (giving its last member, whose
+/// end the token after the object shows), or anything else checked (`None`).
+struct MetaSeed<'t, 'o> {
     text: &'t str,
+    meta: &'o mut Meta,
 }
 
-impl<'de> DeserializeSeed<'de> for MetaSeed<'de> {
-    type Value = Open<Meta>;
+impl<'de> DeserializeSeed<'de> for MetaSeed<'de, '_> {
+    type Value = Option<Tail>;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
         deserializer.deserialize_any(self)
     }
 }
 
-/// A `_meta` that is not an object.
-const NOT_OBJECT: Open<Meta> = Open {
-    read: Meta::NotObject,
-    tail: Tail::Untracked,
-};
-
-impl<'de> Visitor<'de> for MetaSeed<'de> {
-    type Value = Open<Meta>;
+impl<'de> Visitor<'de> for MetaSeed<'de, '_> {
+    type Value = Option<Tail>;
 
     fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
         formatter.write_str("any JSON value")
     }
 
-    scalars!(NOT_OBJECT);
+    scalars!(None);
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
         Check.visit_seq(seq)?;
-        Ok(NOT_OBJECT)
+        Ok(None)
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let text = self.text;
-        let mut meta = MetaSlots::default();
+        *self.meta = Meta::Object(MetaSlots::default());
+        let Meta::Object(meta) = self.meta else {
+            unreachable!("set above");
+        };
         let mut names = Names::default();
         let mut pending = false;
         while let Some(name) = map.next_key::<&'de str>()? {
@@ -425,9 +432,18 @@ impl<'de> Visitor<'de> for MetaSeed<'de> {
                     last.value.1 = end;
                 }
             }
+            match name {
+                meta_keys::PROTOCOL_VERSION => {
+                    meta.protocol_version = Some(map.next_value_seed(VersionSeed)?);
+                    continue;
+                }
+                meta_keys::CLIENT_CAPABILITIES => {
+                    meta.client_capabilities = Some(map.next_value_seed(CapabilitiesSeed)?);
+                    continue;
+                }
+                _ => {}
+            }
             let slot = match name {
-                meta_keys::PROTOCOL_VERSION => Some(&mut meta.protocol_version),
-                meta_keys::CLIENT_CAPABILITIES => Some(&mut meta.client_capabilities),
                 meta_keys::CLIENT_INFO => Some(&mut meta.client_info),
                 meta_keys::LOG_LEVEL => Some(&mut meta.log_level),
                 meta_keys::PROGRESS_TOKEN => Some(&mut meta.progress_token),
@@ -448,19 +464,161 @@ impl<'de> Visitor<'de> for MetaSeed<'de> {
                 }
             }
         }
-        Ok(Open {
-            read: Meta::Object(meta),
-            tail: if pending {
-                Tail::Forwarded
-            } else {
-                Tail::Untracked
-            },
-        })
+        Ok(Some(if pending {
+            Tail::Forwarded
+        } else {
+            Tail::Untracked
+        }))
     }
 }
 
-/// [`Scanned`] with its spans made relative to the params text, which starts at `start`.
-pub(super) fn relative(mut scanned: Scanned, start: u32) -> Scanned {
+/// `_meta["io.modelcontextprotocol/protocolVersion"]`: a string compared with the version the
+/// front speaks (copied only when it differs), anything else checked.
+struct VersionSeed;
+
+impl<'de> DeserializeSeed<'de> for VersionSeed {
+    type Value = VersionRead;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for VersionSeed {
+    type Value = VersionRead;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(VersionRead::NotString)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(VersionRead::NotString)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(VersionRead::NotString)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(VersionRead::NotString)
+    }
+
+    fn visit_str<E>(self, version: &str) -> Result<Self::Value, E> {
+        Ok(if version == crate::front::validate::PROTOCOL_VERSION {
+            VersionRead::Current
+        } else {
+            VersionRead::Other(version.into())
+        })
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(VersionRead::NotString)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        Check.visit_seq(seq)?;
+        Ok(VersionRead::NotString)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        Check.visit_map(map)?;
+        Ok(VersionRead::NotString)
+    }
+}
+
+/// `_meta["io.modelcontextprotocol/clientCapabilities"]`: an object read as its
+/// [`CapabilityProfile`] (what [`CapabilityProfile::from_client_capabilities`] reads of its
+/// `Value`), anything else checked. No `Value` is built: the object stays in the text.
+struct CapabilitiesSeed;
+
+impl<'de> DeserializeSeed<'de> for CapabilitiesSeed {
+    type Value = CapabilitiesRead;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for CapabilitiesSeed {
+    type Value = CapabilitiesRead;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("any JSON value")
+    }
+
+    scalars!(CapabilitiesRead::NotObject);
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        Check.visit_seq(seq)?;
+        Ok(CapabilitiesRead::NotObject)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut names = Names::default();
+        let (mut elicitation, mut sampling, mut roots) = (None, None, false);
+        while let Some(name) = map.next_key::<&'de str>()? {
+            names.insert(name)?;
+            match name {
+                "elicitation" => elicitation = map.next_value_seed(Members(["form", "url"]))?,
+                "sampling" => sampling = map.next_value_seed(Members(["context", "tools"]))?,
+                "roots" => roots = map.next_value_seed(Members([]))?.is_some(),
+                _ => map.next_value_seed(Check)?,
+            }
+        }
+        Ok(CapabilitiesRead::Object(CapabilityProfile::from_members(
+            elicitation,
+            sampling,
+            roots,
+        )))
+    }
+}
+
+/// A value checked ([`Check`]): for an object, which of these names it has (`None` for
+/// anything else).
+struct Members<const N: usize>([&'static str; N]);
+
+impl<'de, const N: usize> DeserializeSeed<'de> for Members<N> {
+    type Value = Option<[bool; N]>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de, const N: usize> Visitor<'de> for Members<N> {
+    type Value = Option<[bool; N]>;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("any JSON value")
+    }
+
+    scalars!(None);
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        Check.visit_seq(seq)?;
+        Ok(None)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut names = Names::default();
+        let mut found = [false; N];
+        while let Some(name) = map.next_key::<&'de str>()? {
+            names.insert(name)?;
+            if let Some(at) = self.0.iter().position(|wanted| *wanted == name) {
+                found[at] = true;
+            }
+            map.next_value_seed(Check)?;
+        }
+        Ok(Some(found))
+    }
+}
+
+/// Makes the spans of `scanned` relative to the params text, which starts at `start`.
+pub(super) fn make_relative(scanned: &mut Scanned, start: u32) {
     for member in &mut scanned.forwarded {
         *member = member.shifted(start);
     }
@@ -469,5 +627,28 @@ pub(super) fn relative(mut scanned: Scanned, start: u32) -> Scanned {
             *member = member.shifted(start);
         }
     }
-    scanned
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_refuse_duplicates_and_more_than_the_limit() {
+        let names: Vec<String> = (0..MAX_MEMBERS + 1).map(|n| format!("k{n}")).collect();
+        for count in [1, 8, MAX_MEMBERS - 1, MAX_MEMBERS] {
+            let mut seen = Names::default();
+            for name in &names[..count] {
+                assert!(seen.insert::<serde_json::Error>(name).is_ok(), "{name}");
+            }
+            for name in &names[..count] {
+                assert!(seen.insert::<serde_json::Error>(name).is_err(), "{name}");
+            }
+            assert_eq!(
+                seen.insert::<serde_json::Error>(&names[count]).is_ok(),
+                count < MAX_MEMBERS,
+                "{count}"
+            );
+        }
+    }
 }

@@ -22,6 +22,13 @@ fn call(members: &str) -> String {
     format!(r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{{members}{meta}}}}}"#)
 }
 
+/// A `tools/call` whose `_meta` declares the client capabilities `capabilities`.
+fn caps(capabilities: &str) -> String {
+    call(&format!(
+        r#""name":"echo","_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{capabilities}}}"#
+    ))
+}
+
 fn texts() -> Vec<Vec<u8>> {
     let deep = |levels: usize| {
         format!(
@@ -108,6 +115,30 @@ fn texts() -> Vec<Vec<u8>> {
         call(r#""name":"echo","_meta":"x""#),
         call(r#""name":"echo","_meta":{"a":"\ud800","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#),
         call(r#""name":"echo","_meta":{"a":1,"a":1,"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#),
+        // Client capabilities: the profile read off the text as off the `Value`.
+        caps(r#"{}"#),
+        caps(r#"{"elicitation":{"form":{},"url":{}},"sampling":{"context":{},"tools":{}},"roots":{"listChanged":true}}"#),
+        caps(r#"{"elicitation":{"url":null},"sampling":{"tools":1},"roots":[],"experimental":{"a":[1]}}"#),
+        caps(r#"{"elicitation":{"form":1,"other":2},"sampling":{"context":{}}}"#),
+        caps(r#"{"elicitation":[],"sampling":"x","roots":null}"#),
+        caps(r#"{"elicitation":true,"sampling":1.5,"roots":{}}"#),
+        caps(r#"{"elicitation":{"\u0066orm":{}},"sampling":{"context":{},"context":{}}}"#),
+        caps(r#"{"elicitation":{},"elicitation":{"url":{}}}"#),
+        caps(r#"{"elicitation":{"url":"\ud800"}}"#),
+        caps(r#"{"roots":{"a":1e999}}"#),
+        caps(r#"{"x":[{"form":{}}],"elicitation":{"forms":{},"urls":{}}}"#),
+        caps(r#"[{"elicitation":{}}]"#),
+        caps(r#""elicitation""#),
+        caps(r#"null"#),
+        // Protocol versions: escaped, other, not a string.
+        call(r#""name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026\u002d07-28","io.modelcontextprotocol/clientCapabilities":{}}"#),
+        call(r#""name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-2\u0039","io.modelcontextprotocol/clientCapabilities":{}}"#),
+        call(r#""name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"","io.modelcontextprotocol/clientCapabilities":{}}"#),
+        call(r#""name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":{"v":"2026-07-28"},"io.modelcontextprotocol/clientCapabilities":{}}"#),
+        call(r#""name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":["2026-07-28"],"io.modelcontextprotocol/clientCapabilities":{}}"#),
+        call(r#""name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":null,"io.modelcontextprotocol/clientCapabilities":{}}"#),
+        call(r#""name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"\ud800","io.modelcontextprotocol/clientCapabilities":{}}"#),
+        call(r#""name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":{"a":1,"a":2},"io.modelcontextprotocol/clientCapabilities":{}}"#),
         // Line breaks and spaces between tokens.
         format!(
             "{{\n  \"jsonrpc\": \"2.0\",\n  \"id\": \"a\",\n  \"method\": \"tools/call\",\n  \"params\": {{\r\n    \"name\" : \"echo\" ,\n    \"arguments\" :\n {{ \"a\" : [ 1 ,\n 2 ] }} ,\n \"_meta\" : {{ {META} , \"k\" :\n true }}\n  }}\n}}\n"
@@ -181,6 +212,20 @@ fn texts() -> Vec<Vec<u8>> {
             .collect::<Vec<_>>()
             .join(",")
     )));
+    for (members, last) in [
+        (20, ""),
+        (20, r#","k12":0"#),
+        (20, r#","k2":0"#),
+        (31, r#","k30":0"#),
+    ] {
+        texts.push(call(&format!(
+            r#""name":"echo","arguments":{{{}{last}}}"#,
+            (0..members)
+                .map(|n| format!(r#""k{n}":{n}"#))
+                .collect::<Vec<_>>()
+                .join(",")
+        )));
+    }
     texts.push(call(&format!(
         r#""name":"echo","arguments":{{{},"k3":0}}"#,
         (0..40)
@@ -209,15 +254,16 @@ fn outcome(validated: Result<Validated, crate::front::validate::Rejection>) -> S
     match validated {
         Err(rejection) => format!("{rejection:?}"),
         Ok(Validated::Request(request)) => format!(
-            "request {} {} {} {} {:?} {:?} {:?} {:?}",
+            "request {} {} {} {} {:?} {:?} {:?} {:?} {:?}",
             request.id,
             request.method,
             request.params.tree(),
-            request.client_capabilities,
+            request.client_capabilities_value(),
+            request.client_capabilities.profile(),
             request.client_info,
             request.log_level,
             request.progress_token,
-            request.param_headers.map(|headers| headers.len()),
+            request.param_headers.as_ref().map(|headers| headers.len()),
         ),
         Ok(other) => format!("{other:?}"),
     }
@@ -329,4 +375,40 @@ fn a_plain_call_is_read_raw_and_spliced_as_it_came() {
         serde_json::from_str::<Value>(&line).unwrap(),
         message.to_value()
     );
+}
+
+#[test]
+fn the_client_capabilities_profile_is_read_off_the_text() {
+    use crate::capabilities::CapabilityProfile;
+    for capabilities in [
+        r#"{}"#,
+        r#"{"elicitation":{}}"#,
+        r#"{"elicitation":{"url":{}},"roots":{}}"#,
+        r#"{"elicitation":{"form":{},"url":{}},"sampling":{"context":{},"tools":{}}}"#,
+        r#"{"elicitation":[],"sampling":{"tools":null},"roots":1}"#,
+    ] {
+        let text = caps(capabilities);
+        let Ok(front @ FrontMessage::Request { .. }) = FrontMessage::parse(text.as_bytes()) else {
+            panic!("not a request: {text}");
+        };
+        let FrontMessage::Request {
+            params: Some(params),
+            ..
+        } = &front
+        else {
+            panic!("no params: {text}");
+        };
+        assert!(params.is_raw(), "{text}");
+        let Ok(Validated::Request(request)) = validate_front(front, None, Principal::anonymous())
+        else {
+            panic!("refused: {text}");
+        };
+        let value: Value = serde_json::from_str(capabilities).unwrap();
+        assert_eq!(request.client_capabilities_value(), &value, "{text}");
+        assert_eq!(
+            request.client_capabilities.profile(),
+            &CapabilityProfile::from_client_capabilities(&value),
+            "{text}"
+        );
+    }
 }

@@ -73,7 +73,7 @@ fn echo(request: &FrontRequest) -> Value {
         "method": request.method,
         "params": request.params,
         "principal": request.principal.label(),
-        "clientCapabilities": request.client_capabilities,
+        "clientCapabilities": request.client_capabilities_value(),
         "clientInfo": request.client_info,
         "logLevel": request.log_level,
         "progressToken": request.progress_token,

@@ -600,7 +600,10 @@ fn front_request_fields_are_filled() {
     };
     assert_eq!(request.method, "tools/call");
     assert_eq!(request.params, params);
-    assert_eq!(request.client_capabilities, json!({"elicitation": {}}));
+    assert_eq!(
+        request.client_capabilities_value(),
+        &json!({"elicitation": {}})
+    );
     assert_eq!(
         request.client_info,
         Some(json!({"name": "c", "version": "1.0"}))
