@@ -220,6 +220,15 @@ async fn a_backend_restart_mid_pause_loses_the_pause(kind: BackendKind) {
     let (requests, state) = pause_ask_name(&raw).await;
     kill_backend(&mut stack).await;
     restart_backend(&mut stack).await;
+    // The retry comes once the proxy has noticed (its sweep evicts the pause): a retry that
+    // races the notice finds the call still paused, and its delivery to the new server tells it
+    // the call was lost on the way, which says less (seen on a loaded machine over HTTP).
+    wait_for_metric(
+        &stack.proxy,
+        "mcp_proxy_pause_expiries_total{cause=\"evicted\"}",
+        |evicted| evicted >= 1.0,
+    )
+    .await;
     assert_evicted(&raw, &requests, &state).await;
     a_new_call_works(&stack.proxy).await;
 }
