@@ -157,9 +157,16 @@ impl<'a> Names<'a> {
 }
 
 /// A visitor's methods for the scalars (serde_json has checked them as a `Value` parse would):
-/// each gives `$value`.
+/// each gives `$value`. `scalars!(value, but strings)` leaves `visit_str` to the visitor.
 macro_rules! scalars {
     ($value:expr) => {
+        scalars!($value, but strings);
+
+        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+    };
+    ($value:expr, but strings) => {
         fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
             Ok($value)
         }
@@ -173,10 +180,6 @@ macro_rules! scalars {
         }
 
         fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-            Ok($value)
-        }
-
-        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
             Ok($value)
         }
 
@@ -491,21 +494,7 @@ impl<'de> Visitor<'de> for VersionSeed {
         formatter.write_str("any JSON value")
     }
 
-    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(VersionRead::NotString)
-    }
-
-    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(VersionRead::NotString)
-    }
-
-    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(VersionRead::NotString)
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(VersionRead::NotString)
-    }
+    scalars!(VersionRead::NotString, but strings);
 
     fn visit_str<E>(self, version: &str) -> Result<Self::Value, E> {
         Ok(if version == crate::front::validate::PROTOCOL_VERSION {
@@ -513,10 +502,6 @@ impl<'de> Visitor<'de> for VersionSeed {
         } else {
             VersionRead::Other(version.into())
         })
-    }
-
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(VersionRead::NotString)
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
