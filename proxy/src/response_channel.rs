@@ -30,6 +30,15 @@ enum First {
     Stream(Outgoing, mpsc::Receiver<Outgoing>),
 }
 
+impl First {
+    /// The item it carries (what a failed hand-over gives back).
+    fn into_item(self) -> Outgoing {
+        match self {
+            First::Only(item) | First::Stream(item, _) => item,
+        }
+    }
+}
+
 /// A new response channel.
 pub fn response_channel() -> (OutgoingSender, OutgoingReceiver) {
     let (tx, rx) = oneshot::channel();
@@ -59,20 +68,19 @@ impl OutgoingSender {
                 let Some(tx) = slot.take() else {
                     return Err(item);
                 };
-                if let Outgoing::Notification(_) = item {
-                    let (queue, rest) = mpsc::channel(SINK_CAPACITY);
-                    match tx.send(First::Stream(item, rest)) {
-                        Ok(()) => {
-                            self.0 = SenderState::Stream(queue);
-                            Ok(())
-                        }
-                        Err(First::Stream(item, _) | First::Only(item)) => Err(item),
+                let queue = match item {
+                    Outgoing::Notification(_) => {
+                        let (queue, rest) = mpsc::channel(SINK_CAPACITY);
+                        tx.send(First::Stream(item, rest))
+                            .map_err(First::into_item)?;
+                        queue
                     }
-                } else {
-                    tx.send(First::Only(item)).map_err(|first| match first {
-                        First::Only(item) | First::Stream(item, _) => item,
-                    })
-                }
+                    Outgoing::Final { .. } => {
+                        return tx.send(First::Only(item)).map_err(First::into_item)
+                    }
+                };
+                self.0 = SenderState::Stream(queue);
+                Ok(())
             }
             SenderState::Stream(queue) => queue.send(item).await.map_err(|error| error.0),
         }

@@ -189,6 +189,22 @@ macro_rules! scalars {
     };
 }
 
+/// A seed that reads any JSON value with its own visitor (which decides by the value's kind).
+macro_rules! any_value_seed {
+    ($seed:ty => $value:ty) => {
+        impl<'de> DeserializeSeed<'de> for $seed {
+            type Value = $value;
+
+            fn deserialize<D: Deserializer<'de>>(
+                self,
+                deserializer: D,
+            ) -> Result<Self::Value, D::Error> {
+                deserializer.deserialize_any(self)
+            }
+        }
+    };
+}
+
 /// Checks any value as a `Value` parse reads it, building nothing.
 struct Check;
 
@@ -479,13 +495,7 @@ impl<'de> Visitor<'de> for MetaSeed<'de, '_> {
 /// front speaks (copied only when it differs), anything else checked.
 struct VersionSeed;
 
-impl<'de> DeserializeSeed<'de> for VersionSeed {
-    type Value = VersionRead;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
+any_value_seed!(VersionSeed => VersionRead);
 
 impl<'de> Visitor<'de> for VersionSeed {
     type Value = VersionRead;
@@ -520,13 +530,7 @@ impl<'de> Visitor<'de> for VersionSeed {
 /// `Value`), anything else checked. No `Value` is built: the object stays in the text.
 struct CapabilitiesSeed;
 
-impl<'de> DeserializeSeed<'de> for CapabilitiesSeed {
-    type Value = CapabilitiesRead;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
+any_value_seed!(CapabilitiesSeed => CapabilitiesRead);
 
 impl<'de> Visitor<'de> for CapabilitiesSeed {
     type Value = CapabilitiesRead;
