@@ -34,6 +34,7 @@ pub mod engine;
 pub mod front;
 #[doc(hidden)]
 pub mod fuzzing;
+mod idle_clock;
 mod json_spans;
 pub mod jsonrpc;
 pub mod jwt;

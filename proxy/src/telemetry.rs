@@ -90,18 +90,28 @@ pub fn init(settings: &TelemetrySettings) -> anyhow::Result<TelemetryGuard> {
             .filter(|value| tracing_subscriber::EnvFilter::try_new(value).is_ok())
             .unwrap_or_else(|| "info".to_owned()),
     };
-    let log_filter = tracing_subscriber::EnvFilter::new(&directives);
     if settings.otlp_endpoint.is_none() {
         // The log alone: its filter is the subscriber's. A per-layer filter would cost more each
         // time a span is entered or left (a lane's span, on every poll of a call's POST:
-        // bench/proxy-vs-nginx.md) and filter nothing more.
-        return tracing_subscriber::registry()
-            .with(log_filter)
-            .with(formatter(settings.log_format))
-            .try_init()
+        // bench/proxy-vs-nginx.md) and filter nothing more. A list of `target=level` directives
+        // (the usual case: `info`, `info,hyper=warn`) is a `Targets` filter, which decides once
+        // per callsite; an `EnvFilter` also takes a read lock each time a span is entered or
+        // left. Directives naming spans or fields need the `EnvFilter`.
+        let installed = match target_list(&directives) {
+            Some(targets) => tracing_subscriber::registry()
+                .with(targets)
+                .with(formatter(settings.log_format))
+                .try_init(),
+            None => tracing_subscriber::registry()
+                .with(tracing_subscriber::EnvFilter::new(&directives))
+                .with(formatter(settings.log_format))
+                .try_init(),
+        };
+        return installed
             .map(|()| TelemetryGuard::default())
             .map_err(|error| anyhow::anyhow!("could not install the log subscriber: {error}"));
     }
+    let log_filter = tracing_subscriber::EnvFilter::new(&directives);
     // Per-layer filters: the log and the exporter may want different spans.
     #[allow(unused_mut)]
     let mut layers: Vec<BoxedLayer> = vec![formatter(settings.log_format)
@@ -130,6 +140,15 @@ pub fn init(settings: &TelemetrySettings) -> anyhow::Result<TelemetryGuard> {
         .try_init()
         .map_err(|error| anyhow::anyhow!("could not install the log subscriber: {error}"))?;
     Ok(guard)
+}
+
+/// `directives` as a `Targets` filter when they are a plain list of `target=level` (no span or
+/// field filter: `Targets` would read `[span]` as a target name, and ignores fields).
+fn target_list(directives: &str) -> Option<tracing_subscriber::filter::Targets> {
+    if directives.contains(['[', ']', '{', '}']) {
+        return None;
+    }
+    directives.parse().ok()
 }
 
 /// The log's formatter on stderr, unfiltered.
@@ -215,6 +234,68 @@ mod tests {
             traces_url("http://c:4318/v1/traces"),
             "http://c:4318/v1/traces"
         );
+    }
+
+    /// The events a filter lets through, of a fixed set across targets and levels.
+    fn let_through<F>(filter: F) -> Vec<&'static str>
+    where
+        F: tracing_subscriber::Layer<Base> + Send + Sync + 'static,
+    {
+        use std::sync::{Arc, Mutex};
+        struct Seen(Arc<Mutex<Vec<&'static str>>>);
+        impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Seen {
+            fn on_event(
+                &self,
+                event: &tracing::Event<'_>,
+                _: tracing_subscriber::layer::Context<'_, S>,
+            ) {
+                self.0.lock().unwrap().push(event.metadata().name());
+            }
+        }
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let subscriber = tracing_subscriber::registry()
+            .with(filter)
+            .with(Seen(seen.clone()));
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::event!(name: "proxy-debug", target: "mcp_mrtr_proxy::engine", tracing::Level::DEBUG, "");
+            tracing::event!(name: "proxy-info", target: "mcp_mrtr_proxy::engine", tracing::Level::INFO, "");
+            tracing::event!(name: "request-debug", target: "mcp_mrtr_proxy::request", tracing::Level::DEBUG, "");
+            tracing::event!(name: "hyper-info", target: "hyper::proto", tracing::Level::INFO, "");
+            tracing::event!(name: "hyper-warn", target: "hyper::proto", tracing::Level::WARN, "");
+            tracing::event!(name: "other-trace", target: "sled", tracing::Level::TRACE, "");
+            tracing::event!(name: "other-error", target: "sled", tracing::Level::ERROR, "");
+        });
+        let seen = seen.lock().unwrap().clone();
+        seen
+    }
+
+    #[test]
+    fn target_lists_filter_as_the_env_filter_would() {
+        for directives in [
+            "info",
+            "warn",
+            "off",
+            "trace",
+            "info,mcp_mrtr_proxy::request=debug",
+            "mcp_mrtr_proxy=debug",
+            "debug,hyper=warn,sled=off",
+            "hyper=info,mcp_mrtr_proxy::engine=DEBUG",
+        ] {
+            let targets = target_list(directives).expect("a target list");
+            assert_eq!(
+                let_through(targets),
+                let_through(tracing_subscriber::EnvFilter::new(directives)),
+                "{directives}"
+            );
+        }
+        // Span and field directives are not target lists: they stay with the EnvFilter.
+        for directives in [
+            "info,[request]=debug",
+            "mcp_mrtr_proxy[lane{lane=1}]=trace",
+            "mcp_mrtr_proxy[{error}]=debug",
+        ] {
+            assert!(target_list(directives).is_none(), "{directives}");
+        }
     }
 
     #[cfg(not(feature = "otel"))]

@@ -31,7 +31,7 @@ use std::io::{self, Write as _};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::{Buf as _, Bytes, BytesMut};
 use http::header::{CONTENT_TYPE, WWW_AUTHENTICATE};
@@ -42,6 +42,7 @@ use tokio::net::TcpStream;
 
 use super::http_client::{quickack, ClientError, MAX_KEPT};
 use super::lock;
+use crate::idle_clock::IdleStamp;
 
 /// Bytes asked of the socket per read once a response needs more than [`FIRST_READ`].
 const READ_CHUNK: usize = 8 * 1024;
@@ -84,7 +85,7 @@ struct Pool {
 
 struct Idle {
     stream: TcpStream,
-    since: Instant,
+    since: IdleStamp,
 }
 
 impl CallConnections {
@@ -218,7 +219,7 @@ impl Pool {
         if idle.len() < MAX_KEPT {
             idle.push(Idle {
                 stream,
-                since: Instant::now(),
+                since: IdleStamp::now(),
             });
         }
     }

@@ -40,6 +40,7 @@ use super::{
     CHANGE_NOTIFICATIONS,
 };
 use crate::capabilities::CapabilityProfile;
+use crate::idle_clock::IdleStamp;
 use crate::jsonrpc::{codes, ErrorObject, Message, Reply};
 
 use self::pending::PendingEntry;
@@ -135,7 +136,7 @@ struct CoreState {
     /// When a request of ours last ended or a lease last went (none yet: the lane's creation).
     /// Only read while nothing is in flight or leased ([`LaneCore::idle_for`]), so the starts
     /// need no stamp.
-    last_active: Option<Instant>,
+    last_active: Option<IdleStamp>,
 }
 
 /// The transport-independent half of a lane.
@@ -317,7 +318,10 @@ impl LaneCore {
             || !state.parked.is_empty()
             || !state.calls.is_empty()
             || !state.cancels_open.is_empty();
-        (!busy).then(|| state.last_active.unwrap_or(self.created).elapsed())
+        (!busy).then(|| match state.last_active {
+            Some(at) => at.elapsed(),
+            None => self.created.elapsed(),
+        })
     }
 
     /// Calls on this lane with a call route (shared-session calls not finished with yet).

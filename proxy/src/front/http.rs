@@ -53,6 +53,7 @@ mod responses;
 mod routes;
 mod serve;
 mod sse_body;
+mod stop;
 #[cfg(test)]
 mod tests;
 

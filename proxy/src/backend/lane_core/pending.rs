@@ -195,7 +195,7 @@ impl LaneCore {
         let entry = {
             let mut state = self.state();
             let entry = state.pending.remove(&key);
-            state.last_active = Some(Instant::now());
+            state.last_active = Some(IdleStamp::now());
             if let Some(progress) = entry.as_ref().and_then(|e| e.progress.as_ref()) {
                 state.progress.remove(progress);
             }

@@ -84,12 +84,12 @@ impl LaneCore {
             .as_ref()
             .is_some_and(|route| route.generation == generation)
         {
-            state.last_active = Some(Instant::now());
+            state.last_active = Some(IdleStamp::now());
             state.lease.take()
         } else {
             let parked = state.parked.remove(&generation);
             if parked.is_some() {
-                state.last_active = Some(Instant::now());
+                state.last_active = Some(IdleStamp::now());
             }
             parked
         };

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
+use super::stop::{ConnectionStop, OpenConnections};
 use super::HttpFrontConfig;
 use crate::front::callers::CallerAuth;
 use crate::limits::RequestGate;
@@ -40,6 +41,7 @@ pub async fn serve(
         gate,
     });
     let connections = TaskTracker::new();
+    let open = Arc::new(OpenConnections::default());
     loop {
         let accepted = tokio::select! {
             biased;
@@ -62,12 +64,13 @@ pub async fn serve(
         connections.spawn(
             front
                 .clone()
-                .serve_connection(stream, shutdown.clone())
+                .serve_connection(stream, open.register())
                 .instrument(span),
         );
     }
     // Stop accepting: new connections are refused from here on, not left in the backlog.
     drop(listener);
+    open.stop_all();
     connections.close();
     connections.wait().await;
     Ok(())
@@ -82,9 +85,9 @@ pub(super) struct Front {
 }
 
 impl Front {
-    async fn serve_connection(self: Arc<Self>, stream: TcpStream, shutdown: CancellationToken) {
+    async fn serve_connection(self: Arc<Self>, stream: TcpStream, stop: ConnectionStop) {
         let Some(tls) = &self.config.tls else {
-            return self.serve_http(stream, shutdown).await;
+            return self.serve_http(stream, stop).await;
         };
         // The certificate in use now is this connection's, whatever a reload does meanwhile.
         let acceptor = tls.acceptor();
@@ -93,7 +96,7 @@ impl Front {
             crate::front::tls::accept(acceptor, stream),
         );
         let stream = tokio::select! {
-            () = shutdown.cancelled() => return,
+            () = stop.requested() => return,
             outcome = handshake => match outcome {
                 Ok(Ok(stream)) => stream,
                 Ok(Err(error)) => {
@@ -110,11 +113,11 @@ impl Front {
                 }
             },
         };
-        self.serve_http(stream, shutdown).await;
+        self.serve_http(stream, stop).await;
     }
 
     /// Serves HTTP/1.1 on `stream` (a TCP connection, or TLS over one).
-    async fn serve_http<S>(self: Arc<Self>, stream: S, shutdown: CancellationToken)
+    async fn serve_http<S>(self: Arc<Self>, stream: S, stop: ConnectionStop)
     where
         S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
@@ -132,8 +135,9 @@ impl Front {
         let connection = builder.serve_connection(TokioIo::new(stream), service);
         tokio::pin!(connection);
         let result = tokio::select! {
+            biased;
             result = connection.as_mut() => result,
-            () = shutdown.cancelled() => {
+            () = stop.requested() => {
                 connection.as_mut().graceful_shutdown();
                 match tokio::time::timeout(self.config.shutdown_grace, connection.as_mut()).await {
                     Ok(result) => result,
