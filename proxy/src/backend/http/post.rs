@@ -83,7 +83,7 @@ impl HttpShared {
         let response = match self.posts.send(request).await {
             Ok(response) => response,
             Err(error) => {
-                tracing::warn!(%error, "POST to the legacy server failed");
+                tracing::warn!(parent: &self.core.span, %error, "POST to the legacy server failed");
                 if error.is_connect() {
                     self.core.complete(
                         &id,
@@ -110,7 +110,7 @@ impl HttpShared {
                     && self.core.is_alive()
                     && self.core.is_pending(&id)
                 {
-                    tracing::debug!(id = %id, "sending the request again on the new legacy session");
+                    tracing::debug!(parent: &self.core.span, id = %id, "sending the request again on the new legacy session");
                     return Box::pin(self.run_request_on(id, body, renewed, false)).await;
                 }
             }
@@ -125,7 +125,7 @@ impl HttpShared {
         if let Some(refused) = unauthorized(&response) {
             // The credentials this lane was opened with are refused now (expired, revoked):
             // the caller hears it, and the lane is of no more use to anyone.
-            tracing::info!(%status, "the legacy server refused the lane's credentials");
+            tracing::info!(parent: &self.core.span, %status, "the legacy server refused the lane's credentials");
             self.core.complete(&id, Err(refused));
             self.core.mark_dead();
             return;
@@ -172,7 +172,7 @@ impl HttpShared {
             if end.clean {
                 tokio::time::sleep(end.retry.min(MAX_RETRY)).await;
             }
-            tracing::debug!(last_event_id = %end.last_event_id, "resuming the response stream");
+            tracing::debug!(parent: &self.core.span, last_event_id = %end.last_event_id, "resuming the response stream");
             let session = self.session();
             let Some(request) = self.get(&session, Some(&end.last_event_id)) else {
                 break;
@@ -212,11 +212,11 @@ impl HttpShared {
                     return None;
                 }
                 Ok(response) => {
-                    tracing::debug!(status = %response.status(), "resumption refused");
+                    tracing::debug!(parent: &self.core.span, status = %response.status(), "resumption refused");
                     break;
                 }
                 Err(error) if error.is_connect() => {
-                    tracing::warn!(%error, "the legacy server went away during a call");
+                    tracing::warn!(parent: &self.core.span, %error, "the legacy server went away during a call");
                     self.core.complete(id, Err(BackendError::Crashed));
                     self.core.mark_dead();
                     return None;
@@ -224,7 +224,7 @@ impl HttpShared {
                 Err(error) => {
                     // Typically a pooled connection the dying server had already closed: try
                     // again at once on a new one (a dead server then refuses the connection).
-                    tracing::debug!(%error, "resumption failed");
+                    tracing::debug!(parent: &self.core.span, %error, "resumption failed");
                     idle += 1;
                     resume = Some(StreamEnd {
                         clean: false,

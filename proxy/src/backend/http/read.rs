@@ -61,7 +61,7 @@ impl HttpShared {
         {
             Ok(body) => body.to_bytes(),
             Err(error) => {
-                tracing::warn!(%error, "reading a response body failed");
+                tracing::warn!(parent: &self.core.span, %error, "reading a response body failed");
                 return None;
             }
         };
@@ -70,7 +70,7 @@ impl HttpShared {
         }
         self.process_bytes(&body, call);
         if call.is_some_and(|id| self.core.is_pending(id)) && !content_type.contains("json") {
-            tracing::debug!(%content_type, "unexpected response content type");
+            tracing::debug!(parent: &self.core.span, %content_type, "unexpected response content type");
         }
         None
     }
@@ -92,7 +92,7 @@ impl HttpShared {
             match body.frame().await {
                 None => break true,
                 Some(Err(error)) => {
-                    tracing::debug!(%error, "SSE stream broke");
+                    tracing::debug!(parent: &self.core.span, %error, "SSE stream broke");
                     break false;
                 }
                 Some(Ok(frame)) => {
@@ -101,7 +101,7 @@ impl HttpShared {
                             if event == "message" {
                                 self.core.handle_text_from(data, "http response", call);
                             } else {
-                                tracing::debug!(event, "SSE event of another type ignored");
+                                tracing::debug!(parent: &self.core.span, event, "SSE event of another type ignored");
                             }
                         });
                     }

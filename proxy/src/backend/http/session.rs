@@ -125,19 +125,20 @@ impl HttpShared {
         }
         if self.core.is_session_lane() {
             // A legacy client's own session: it re-initializes itself once told (404).
-            tracing::info!("the legacy session expired (404): ending the client's session");
+            tracing::info!(parent: &self.core.span, "the legacy session expired (404): ending the client's session");
             self.core.mark_dead();
             return;
         }
-        tracing::warn!("the legacy session expired (404): re-initializing the lane");
+        tracing::warn!(parent: &self.core.span, "the legacy session expired (404): re-initializing the lane");
         self.core.fail_pending_up_to(epoch, BackendError::Crashed);
         match self.open_session(epoch + 1).await {
             Ok(initialized) => tracing::info!(
+                parent: &self.core.span,
                 protocol_version = %initialized.protocol_version,
                 "legacy HTTP session re-initialized"
             ),
             Err(error) => {
-                tracing::warn!(%error, "re-initializing the legacy session failed");
+                tracing::warn!(parent: &self.core.span, %error, "re-initializing the legacy session failed");
                 self.core.mark_dead();
             }
         }

@@ -45,9 +45,9 @@ impl LaneCore {
     pub(super) fn unmatched_response(&self, id: &Value) {
         let _entered = self.span.enter();
         if self.finish_cancelled(id) {
-            tracing::debug!(id = %id, "a cancelled request finished on the legacy side");
+            tracing::debug!(parent: &self.span, id = %id, "a cancelled request finished on the legacy side");
         } else {
-            tracing::debug!(id = %id, "response to no pending request dropped");
+            tracing::debug!(parent: &self.span, id = %id, "response to no pending request dropped");
         }
     }
 
@@ -255,8 +255,7 @@ impl LaneCore {
     pub fn mark_dead(&self) {
         if self.alive.swap(false, Ordering::SeqCst) {
             super::LANE_DEATHS.fetch_add(1, Ordering::SeqCst);
-            let _entered = self.span.enter();
-            tracing::info!("lane is dead");
+            tracing::info!(parent: &self.span, "lane is dead");
         }
         let (pending, lease, progress, calls) = {
             let mut state = self.state();

@@ -75,7 +75,7 @@ impl LaneCore {
                             routed += 1;
                         }
                         Err(error) => {
-                            tracing::warn!(%error, source, "skipping an invalid message from the legacy server")
+                            tracing::warn!(parent: &self.span, %error, source, "skipping an invalid message from the legacy server")
                         }
                     }
                 }
@@ -83,6 +83,7 @@ impl LaneCore {
             }
             Err(error) => {
                 tracing::warn!(
+                    parent: &self.span,
                     %error,
                     bytes = bytes.len(),
                     source,
@@ -272,8 +273,7 @@ impl LaneCore {
         match next {
             Next::Local => self.answer_locally(id, &method),
             Next::Delivered => {
-                let _entered = self.span.enter();
-                tracing::debug!(method = %method, "server request routed to the lease");
+                tracing::debug!(parent: &self.span, method = %method, "server request routed to the lease");
             }
             Next::Later(events, event) => {
                 // The lease is not reading: wait for it without blocking the lane's reader.
@@ -302,8 +302,7 @@ impl LaneCore {
             // List changes and resource updates belong to no call, even when a call holds the
             // lane: they go to the `subscriptions/listen` streams.
             {
-                let _entered = self.span.enter();
-                tracing::debug!(method = %method, "change notification");
+                tracing::debug!(parent: &self.span, method = %method, "change notification");
             }
             self.changes.publish(self.id, method, params);
             return;
@@ -316,8 +315,7 @@ impl LaneCore {
                     match progress.try_send(params) {
                         Ok(()) => {}
                         Err(mpsc::error::TrySendError::Full(_)) => {
-                            let _entered = self.span.enter();
-                            tracing::debug!("progress channel full: progress dropped");
+                            tracing::debug!(parent: &self.span, "progress channel full: progress dropped");
                         }
                         Err(mpsc::error::TrySendError::Closed(_)) => {
                             state.progress.remove(&key);
@@ -342,8 +340,7 @@ impl LaneCore {
                     params,
                 };
                 if route.events.try_send(event).is_err() {
-                    let _entered = self.span.enter();
-                    tracing::debug!("a paused call's withdrawal could not be queued");
+                    tracing::debug!(parent: &self.span, "a paused call's withdrawal could not be queued");
                 }
                 return;
             }
@@ -356,8 +353,7 @@ impl LaneCore {
             match route.events.try_send(event) {
                 Ok(()) => return,
                 Err(mpsc::error::TrySendError::Full(_)) => {
-                    let _entered = self.span.enter();
-                    tracing::warn!(method = %method, "call event channel full: notification dropped");
+                    tracing::warn!(parent: &self.span, method = %method, "call event channel full: notification dropped");
                     return;
                 }
                 Err(mpsc::error::TrySendError::Closed(BackendEvent::Notification {
@@ -380,8 +376,7 @@ impl LaneCore {
             match route.events.try_send(event) {
                 Ok(()) => return,
                 Err(mpsc::error::TrySendError::Full(_)) => {
-                    let _entered = self.span.enter();
-                    tracing::warn!(method = %method, "lease event channel full: notification dropped");
+                    tracing::warn!(parent: &self.span, method = %method, "lease event channel full: notification dropped");
                     return;
                 }
                 Err(mpsc::error::TrySendError::Closed(BackendEvent::Notification {
@@ -411,6 +406,7 @@ impl LaneCore {
                 .unwrap_or_default();
             let data = params.get("data").cloned().unwrap_or(Value::Null);
             tracing::info!(
+                parent: &self.span,
                 lane = self.id,
                 level,
                 logger,
@@ -418,7 +414,7 @@ impl LaneCore {
                 "legacy server log message"
             );
         } else {
-            tracing::debug!(lane = self.id, method = %method, "unattributed notification");
+            tracing::debug!(parent: &self.span, lane = self.id, method = %method, "unattributed notification");
         }
     }
 }
