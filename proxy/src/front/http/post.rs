@@ -70,8 +70,14 @@ impl Front {
             crate::metrics::global().rejection("body_too_large");
             return Err(too_large(limit));
         }
-        let read = tokio::time::timeout(self.config.body_read_timeout, read_limited(body, limit));
-        match read.await {
+        // A body that came with its head is read without starting the timeout's clock (a clock
+        // read per call); one still arriving gets the whole timeout from here.
+        let mut read = std::pin::pin!(read_limited(body, limit));
+        let outcome = match futures_util::FutureExt::now_or_never(read.as_mut()) {
+            Some(read) => Ok(read),
+            None => tokio::time::timeout(self.config.body_read_timeout, read).await,
+        };
+        match outcome {
             Err(_) => {
                 crate::metrics::global().rejection("body_read_timeout");
                 Err(body_timeout(self.config.body_read_timeout))
