@@ -17,8 +17,8 @@
 # Environment: PROXY_VARIANTS ("proxy=target/release/mcp-mrtr-proxy": space-separated
 #   LABEL=BINARY pairs, each a proxy of its own, e.g. two builds side by side), HYPER (1: also
 #   the tokio + hyper floor, proxy/examples/hyper_reverse_proxy.rs; HYPER_BIN), CONNECTIONS (16),
-#   DURATION (8: seconds sampled per front), REPS (1: rounds, the fronts interleaved; the report
-#   reads the last), FREQ (4000: samples per second), TOP (25), NO_BUILD (0), NET (quickack, as
+#   DURATION (8: seconds sampled per front), REPS (3: rounds, the fronts interleaved, so that
+#   the machine's drifts fall on every front alike; the report sums them), FREQ (4000: samples per second), TOP (25), NO_BUILD (0), NET (quickack, as
 #   in bench/proxy_vs_nginx.sh; host), OUT (bench/work/perf-profile).
 # Needs root (perf on other processes; NET=quickack), perf (apt-get install linux-perf when
 # missing), wrk, node >= 18 and npm.
@@ -30,7 +30,7 @@ OUT=${OUT:-bench/work/perf-profile}
 LOGS=$OUT/logs
 CONNECTIONS=${CONNECTIONS:-16}
 DURATION=${DURATION:-8}
-REPS=${REPS:-1}
+REPS=${REPS:-3}
 FREQ=${FREQ:-4000}
 TOP=${TOP:-25}
 HYPER=${HYPER:-1}
@@ -117,10 +117,11 @@ fi
 
 : >"$OUT/calls.txt"
 for rep in $(seq "$REPS"); do
-    for label in "${LABELS[@]}"; do
+    for i in "${!LABELS[@]}"; do
+        label=${LABELS[$(((i + rep) % ${#LABELS[@]}))]} # the order rotates from one round to the next
         pid=${PID[$label]}
         wrk -t 2 -c "$CONNECTIONS" -d 2s -s "bench/wrk/${SCRIPT[$label]}" "${URL[$label]}" >/dev/null # warm-up
-        perf record -q -e cpu-clock -F "$FREQ" -p "$pid" -o "$OUT/$label.data" -- sleep "$DURATION" \
+        perf record -q -e cpu-clock -F "$FREQ" -p "$pid" -o "$OUT/$label.$rep.data" -- sleep "$DURATION" \
             2>"$LOGS/perf-$label.err" &
         recorder=$!
         out=$(wrk -t 2 -c "$CONNECTIONS" -d "${DURATION}s" --timeout 10s -s "bench/wrk/${SCRIPT[$label]}" "${URL[$label]}")
@@ -128,8 +129,7 @@ for rep in $(seq "$REPS"); do
         calls=$(echo "$out" | sed -n 's/^RESULT //p' | python3 -c 'import json, sys; r = json.load(sys.stdin); print(r["calls_ok"] if r["bad"] == 0 else -1)')
         [ "$calls" -gt 0 ] || { echo "error: $label answered wrongly; see wrk's output:" >&2; echo "$out" >&2; exit 1; }
         echo "rep $rep: $label $calls checked calls in ${DURATION}s" >&2
-        sed -i "/^$label /d" "$OUT/calls.txt"
-        echo "$label $calls" >>"$OUT/calls.txt"
+        echo "$label $rep $calls" >>"$OUT/calls.txt"
     done
 done
 python3 bench/proxy_perf_report.py "$OUT" "$FREQ" "$TOP" "${LABELS[@]}" | tee "$OUT/report.md"

@@ -1,5 +1,6 @@
 """Per-call CPU of each front by category and by function, from bench/proxy_perf_profile.sh's
-`perf record -e cpu-clock` samples (OUT/LABEL.data) and checked calls (OUT/calls.txt).
+`perf record -e cpu-clock` samples (OUT/LABEL.REP.data) and checked calls (OUT/calls.txt, one
+line per front and repetition): the samples of all repetitions over all their calls.
 
 Usage: proxy_perf_report.py OUT FREQ TOP LABEL...
 
@@ -43,20 +44,26 @@ def samples(path):
 
 def main():
     out, freq, top, labels = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
-    calls = dict((line.split()[0], int(line.split()[1])) for line in open(f"{out}/calls.txt"))
+    calls = collections.Counter()
+    reps = collections.defaultdict(list)
+    for line in open(f"{out}/calls.txt"):
+        label, rep, count = line.split()
+        calls[label] += int(count)
+        reps[label].append(rep)
     per_call = {}  # label -> category -> µs
     functions = {}  # label -> [(µs, symbol)]
     for label in labels:
         scale = 1e6 / freq / calls[label]
         by_category = collections.Counter()
         by_function = collections.Counter()
-        for count, dso, kind, sym in samples(f"{out}/{label}.data"):
+        rows = [row for rep in reps[label] for row in samples(f"{out}/{label}.{rep}.data")]
+        for count, dso, kind, sym in rows:
             name = next(name for name, test in CATEGORIES if test(dso, kind, sym))
             by_category[name] += count * scale
             by_function[f"[{kind}] {sym}"] += count * scale
         per_call[label] = by_category
         functions[label] = by_function.most_common(top)
-    print("CPU per checked call (µs), by category:\n")
+    print(f"CPU per checked call (µs), by category ({', '.join(f'{label}: {calls[label]} calls' for label in labels)}):\n")
     print("| category | " + " | ".join(labels) + " |")
     print("|---|" + "---|" * len(labels))
     for name, _ in CATEGORIES:
@@ -64,7 +71,7 @@ def main():
     print("| **total** | " + " | ".join(f"**{sum(per_call[label].values()):.2f}**" for label in labels) + " |")
     for label in labels:
         print(f"\n{label}: the {top} functions with the most CPU per call (µs, self time)\n")
-        for micros, sym in functions[label]:
+        for sym, micros in functions[label]:
             print(f"    {micros:6.3f}  {sym[:150]}")
 
 
