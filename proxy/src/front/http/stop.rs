@@ -12,7 +12,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 use futures_util::task::AtomicWaker;
 use slab::Slab;
@@ -66,7 +66,10 @@ impl OpenConnections {
 impl ConnectionStop {
     /// Completes once [`OpenConnections::stop_all`] has run (at once if it already has).
     pub(super) fn requested(&self) -> StopRequested<'_> {
-        StopRequested { flag: &self.flag }
+        StopRequested {
+            flag: &self.flag,
+            registered: None,
+        }
     }
 }
 
@@ -86,17 +89,28 @@ impl Drop for ConnectionStop {
 /// The future of [`ConnectionStop::requested`].
 pub(super) struct StopRequested<'a> {
     flag: &'a StopFlag,
+    /// The waker given to the flag last: polled again by the same task (the usual case), the
+    /// future compares wakers instead of registering again (two atomic operations).
+    registered: Option<Waker>,
 }
 
 impl Future for StopRequested<'_> {
     type Output = ();
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         if self.flag.stopped.load(Ordering::Acquire) {
             return Poll::Ready(());
         }
-        // Renewing the same task's waker is a comparison, not a clone.
+        if self
+            .registered
+            .as_ref()
+            .is_some_and(|waker| waker.will_wake(cx.waker()))
+        {
+            // Registered: `stop_all` sets the flag, then wakes this waker.
+            return Poll::Pending;
+        }
         self.flag.waker.register(cx.waker());
+        self.registered = Some(cx.waker().clone());
         // Set between the load and the registration: `stop_all` may have woken no one.
         if self.flag.stopped.load(Ordering::Acquire) {
             Poll::Ready(())
@@ -151,6 +165,52 @@ mod tests {
         assert_eq!(connections.lock().len(), 1, "the late registration stays");
         drop(late);
         assert!(connections.lock().is_empty());
+    }
+
+    #[test]
+    fn a_poll_with_another_waker_registers_that_one() {
+        use std::sync::atomic::AtomicUsize;
+        use std::task::Wake;
+        struct Counting(AtomicUsize);
+        impl Wake for Counting {
+            fn wake(self: Arc<Self>) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let connections = Arc::new(OpenConnections::default());
+        let stop = connections.register();
+        let mut requested = std::pin::pin!(stop.requested());
+        let first = Arc::new(Counting(AtomicUsize::new(0)));
+        let second = Arc::new(Counting(AtomicUsize::new(0)));
+        let waker = Waker::from(first.clone());
+        assert!(requested
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending());
+        assert!(requested
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending());
+        let waker = Waker::from(second.clone());
+        assert!(requested
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending());
+        connections.stop_all();
+        assert_eq!(
+            first.0.load(Ordering::SeqCst),
+            0,
+            "the replaced waker is not woken"
+        );
+        assert_eq!(
+            second.0.load(Ordering::SeqCst),
+            1,
+            "the last task to poll is woken"
+        );
+        assert!(requested
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_ready());
     }
 
     #[tokio::test]
