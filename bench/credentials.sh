@@ -56,9 +56,7 @@ if [ -z "${CREDENTIALS_BENCH_INNER:-}" ]; then
         cargo build --release -p mcp-mrtr-proxy >&2
         cargo build --release -p mcp-migrate-tests --example proxy_load >&2
     fi
-    if [ ! -f "$NODE_DIR/node_modules/@modelcontextprotocol/sdk/package.json" ]; then
-        npm install --silent --no-audit --no-fund --prefix "$NODE_DIR" '@modelcontextprotocol/sdk@1.32.2' >&2
-    fi
+    ensure_node_sdk "$NODE_DIR"
     cp tests/sdk-servers/typescript/protected-server.mjs "$NODE_DIR/"
     if [ "$NET" = quickack ]; then
         check_quickack

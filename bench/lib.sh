@@ -1,5 +1,6 @@
-# Helpers shared by the benchmarks: the proxy's load benchmarks (proxy_load.sh, sdk_backends.sh
-# and credentials.sh: start_listening, wait_healthy, busy_cores, wait_quiet, which use the caller's
+# Helpers shared by the benchmarks: the proxy's load benchmarks (proxy_load.sh, sdk_backends.sh,
+# credentials.sh and the proxy-vs-nginx scripts: start_listening, wait_healthy, busy_cores,
+# wait_quiet, check_quickack, quickack_loopback, open_legacy_session, which use the caller's
 # LOGS, a folder, and PIDS, an array of the processes to stop on exit) and the linter's
 # real-project benchmarks (lint-real-projects.sh and lint-typescript.sh: lint_bench_setup).
 
@@ -98,6 +99,31 @@ quickack_loopback() {
     ip link set lo up
     ip route change local 127.0.0.0/8 dev lo table local proto kernel scope host src 127.0.0.1 quickack 1
     ip route change local 127.0.0.1 dev lo table local proto kernel scope host src 127.0.0.1 quickack 1
+}
+
+# Opens an initialized legacy session on the Streamable HTTP server at URL (`initialize` with
+# protocol version LEGACY_VERSION, then `notifications/initialized`), as the legacy-wire fronts
+# of the proxy-vs-nginx benchmarks share one; prints its Mcp-Session-Id. NAME: the clientInfo name.
+open_legacy_session() {
+    local url=$1 name=$2 headers session
+    headers=$(curl -fsS -D - -o /dev/null -H 'Content-Type: application/json' \
+        -H 'Accept: application/json, text/event-stream' \
+        -d '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"'"$LEGACY_VERSION"'","capabilities":{},"clientInfo":{"name":"'"$name"'","version":"0"}}}' "$url")
+    session=$(echo "$headers" | tr -d '\r' | sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: //p')
+    [ -n "$session" ] || { echo "error: no Mcp-Session-Id from $url" >&2; exit 1; }
+    curl -fsS -o /dev/null -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+        -H "Mcp-Session-Id: $session" -H "Mcp-Protocol-Version: $LEGACY_VERSION" \
+        -d '{"jsonrpc":"2.0","method":"notifications/initialized"}' "$url"
+    echo "$session"
+}
+
+# The TypeScript SDK the legacy servers of the proxy benchmarks run on (the tests' version),
+# installed into DIR (node_modules) unless it is there already.
+ensure_node_sdk() {
+    local dir=$1
+    if [ ! -f "$dir/node_modules/@modelcontextprotocol/sdk/package.json" ]; then
+        npm install --silent --no-audit --no-fund --prefix "$dir" '@modelcontextprotocol/sdk@1.32.2' >&2
+    fi
 }
 
 # Stops the processes in PIDS (TERM, half a second, then KILL): a benchmark's EXIT trap.

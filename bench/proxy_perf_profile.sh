@@ -40,6 +40,7 @@ PROXY_VARIANTS=${PROXY_VARIANTS:-"proxy=$TARGET/release/mcp-mrtr-proxy"}
 HYPER_BIN=${HYPER_BIN:-$TARGET/release/examples/hyper_reverse_proxy}
 LEGACY_VERSION=2025-06-18
 mkdir -p "$LOGS"
+source bench/lib.sh # check_quickack, quickack_loopback, start_listening, wait_healthy, open_legacy_session
 
 if [ -z "${PPP_INNER:-}" ]; then
     missing=()
@@ -56,47 +57,26 @@ if [ -z "${PPP_INNER:-}" ]; then
         [ "$HYPER" = 1 ] && cargo build --release -p mcp-mrtr-proxy --example hyper_reverse_proxy >&2
     fi
     node_dir=$TARGET/sdk-servers-node
-    if [ ! -f "$node_dir/node_modules/@modelcontextprotocol/sdk/package.json" ]; then
-        npm install --silent --no-audit --no-fund --prefix "$node_dir" '@modelcontextprotocol/sdk@1.32.2' >&2
-    fi
+    ensure_node_sdk "$node_dir"
     cp tests/sdk-servers/typescript/conformance-server.mjs "$node_dir/"
     if [ "$NET" = quickack ]; then
-        if [ "$(id -u)" -ne 0 ] || ! command -v unshare >/dev/null || ! command -v ip >/dev/null; then
-            echo "error: NET=quickack needs root, unshare and ip (or run with NET=host)" >&2
-            exit 2
-        fi
+        check_quickack
         exec unshare -n env PPP_INNER=1 bash "$0"
     fi
 fi
-if [ "$NET" = quickack ]; then
-    ip link set lo up
-    ip route change local 127.0.0.0/8 dev lo table local proto kernel scope host src 127.0.0.1 quickack 1
-    ip route change local 127.0.0.1 dev lo table local proto kernel scope host src 127.0.0.1 quickack 1
-fi
+[ "$NET" = quickack ] && quickack_loopback
 
 PIDS=()
-cleanup() {
-    local pid
-    for pid in "${PIDS[@]:-}"; do [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null || true; done
-}
-trap cleanup EXIT
+trap stop_started EXIT
 trap 'exit 130' INT TERM
-source bench/lib.sh # start_listening, wait_healthy
 START_TRIES=300
 
 start_listening legacy node "$TARGET/sdk-servers-node/conformance-server.mjs" --transport http --listen 127.0.0.1:0
 legacy_url=$STARTED_URL
 hostport=${legacy_url#http://}
 hostport=${hostport%%/*}
-# The floor forwards the legacy wire: it needs a legacy session, opened here as in
-# bench/proxy_vs_nginx.sh.
-headers=$(curl -fsS -D - -o /dev/null -H 'Content-Type: application/json' \
-    -H 'Accept: application/json, text/event-stream' \
-    -d '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"'$LEGACY_VERSION'","capabilities":{},"clientInfo":{"name":"proxy_perf_profile","version":"0"}}}' "$legacy_url")
-session=$(echo "$headers" | tr -d '\r' | sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: //p')
-curl -fsS -o /dev/null -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
-    -H "Mcp-Session-Id: $session" -H "Mcp-Protocol-Version: $LEGACY_VERSION" \
-    -d '{"jsonrpc":"2.0","method":"notifications/initialized"}' "$legacy_url"
+# The floor forwards the legacy wire: it needs a legacy session.
+session=$(open_legacy_session "$legacy_url" proxy_perf_profile)
 export WRK_LUA_DIR=$ROOT/bench/wrk MCP_LEGACY_VERSION=$LEGACY_VERSION MCP_SESSION_ID=$session
 
 declare -A PID URL SCRIPT

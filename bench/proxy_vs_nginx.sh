@@ -60,6 +60,7 @@ TARGET=${CARGO_TARGET_DIR:-target}
 HYPER_BIN=${HYPER_BIN:-$TARGET/release/examples/hyper_reverse_proxy}
 LEGACY_VERSION=2025-06-18
 mkdir -p "$LOGS"
+source bench/lib.sh # check_quickack, quickack_loopback, start_listening, wait_healthy, open_legacy_session
 
 # ----- installs and the build, on the machine's network -----------------------------------------
 if [ -z "${PVN_INNER:-}" ]; then
@@ -78,27 +79,18 @@ if [ -z "${PVN_INNER:-}" ]; then
         [ "$HYPER" = 1 ] && cargo build --release -p mcp-mrtr-proxy --example hyper_reverse_proxy >&2
     fi
     node_dir=$TARGET/sdk-servers-node
-    if [[ " $SDKS " == *" typescript "* ]] && [ ! -f "$node_dir/node_modules/@modelcontextprotocol/sdk/package.json" ]; then
-        npm install --silent --no-audit --no-fund --prefix "$node_dir" '@modelcontextprotocol/sdk@1.32.2' >&2
-    fi
+    [[ " $SDKS " == *" typescript "* ]] && ensure_node_sdk "$node_dir"
     venv=$TARGET/legacy-sse-venv
     if [[ " $SDKS " == *" python "* ]] && ! "$venv/bin/python" -c 'import mcp' 2>/dev/null; then
         python3 -m venv "$venv"
         "$venv/bin/pip" install -q --disable-pip-version-check -r tests/legacy-sse-server/requirements.txt
     fi
     if [ "$NET" = quickack ]; then
-        if [ "$(id -u)" -ne 0 ] || ! command -v unshare >/dev/null || ! command -v ip >/dev/null; then
-            echo "error: NET=quickack needs root, unshare and ip (or run with NET=host)" >&2
-            exit 2
-        fi
+        check_quickack
         exec unshare -n env PVN_INNER=1 bash "$0"
     fi
 fi
-if [ "$NET" = quickack ]; then
-    ip link set lo up
-    ip route change local 127.0.0.0/8 dev lo table local proto kernel scope host src 127.0.0.1 quickack 1
-    ip route change local 127.0.0.1 dev lo table local proto kernel scope host src 127.0.0.1 quickack 1
-fi
+[ "$NET" = quickack ] && quickack_loopback
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 cp tests/sdk-servers/typescript/conformance-server.mjs "$TARGET/sdk-servers-node/" 2>/dev/null || true
 
@@ -112,7 +104,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 section() { printf '\n== %s\n' "$*" >&2; }
-source bench/lib.sh # start_listening, wait_healthy
 START_TRIES=300
 
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
@@ -135,18 +126,6 @@ HZ=$(getconf CLK_TCK)
 
 # ----- servers ----------------------------------------------------------------------------------
 declare -A LEGACY_URL LEGACY_PID SESSION NGINX_URL NGINX_PIDS HYPER_URL HYPER_PID PROXY_URL PROXY_PID # PROXY_*: by SDK/label
-open_session() { # URL → prints the Mcp-Session-Id of an initialized legacy session
-    local url=$1 headers session
-    headers=$(curl -fsS -D - -o /dev/null -H 'Content-Type: application/json' \
-        -H 'Accept: application/json, text/event-stream' \
-        -d '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"'$LEGACY_VERSION'","capabilities":{},"clientInfo":{"name":"proxy_vs_nginx","version":"0"}}}' "$url")
-    session=$(echo "$headers" | tr -d '\r' | sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: //p')
-    [ -n "$session" ] || { echo "error: no Mcp-Session-Id from $url" >&2; exit 1; }
-    curl -fsS -o /dev/null -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
-        -H "Mcp-Session-Id: $session" -H "Mcp-Protocol-Version: $LEGACY_VERSION" \
-        -d '{"jsonrpc":"2.0","method":"notifications/initialized"}' "$url"
-    echo "$session"
-}
 start_nginx() { # SDK UPSTREAM_HOSTPORT
     local sdk=$1 upstream=$2 dir port
     dir=$(realpath -m "$OUT/nginx-$1")
@@ -173,7 +152,7 @@ for sdk in $SDKS; do
     esac
     LEGACY_URL[$sdk]=$STARTED_URL
     LEGACY_PID[$sdk]=$STARTED_PID
-    SESSION[$sdk]=$(open_session "$STARTED_URL")
+    SESSION[$sdk]=$(open_legacy_session "$STARTED_URL" proxy_vs_nginx)
     hostport=${STARTED_URL#http://}
     start_nginx "$sdk" "${hostport%%/*}"
     echo "$sdk: legacy ${LEGACY_URL[$sdk]} (pid ${LEGACY_PID[$sdk]}), nginx ${NGINX_URL[$sdk]} (pids ${NGINX_PIDS[$sdk]})" >&2

@@ -39,9 +39,8 @@ if [ -z "${PVNC_INNER:-}" ]; then
     [ "$(id -u)" -eq 0 ] || { echo "error: root is needed (unshare -n)" >&2; exit 1; }
     exec unshare -n env PVNC_INNER=1 bash "$0" "$@"
 fi
-ip link set lo up
-ip route change local 127.0.0.0/8 dev lo table local proto kernel scope host src 127.0.0.1 quickack 1
-ip route change local 127.0.0.1 dev lo table local proto kernel scope host src 127.0.0.1 quickack 1
+source bench/lib.sh # quickack_loopback, start_listening, wait_healthy, open_legacy_session
+quickack_loopback
 mkdir -p "$LOGS"
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 cp tests/sdk-servers/typescript/conformance-server.mjs "$TARGET/sdk-servers-node/"
@@ -52,7 +51,6 @@ cleanup() {
     for pid in "${PIDS[@]:-}"; do [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null || true; done
 }
 trap cleanup EXIT
-source bench/lib.sh # start_listening, wait_healthy
 START_TRIES=600
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
@@ -60,13 +58,7 @@ start_listening legacy node "$TARGET/sdk-servers-node/conformance-server.mjs" --
 LEGACY_URL=$STARTED_URL
 hostport=${LEGACY_URL#http://}
 UPSTREAM=${hostport%%/*}
-headers=$(curl -fsS -D - -o /dev/null -H 'Content-Type: application/json' \
-    -H 'Accept: application/json, text/event-stream' \
-    -d '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"'$LEGACY_VERSION'","capabilities":{},"clientInfo":{"name":"callgrind","version":"0"}}}' "$LEGACY_URL")
-SESSION=$(echo "$headers" | tr -d '\r' | sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: //p')
-curl -fsS -o /dev/null -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
-    -H "Mcp-Session-Id: $SESSION" -H "Mcp-Protocol-Version: $LEGACY_VERSION" \
-    -d '{"jsonrpc":"2.0","method":"notifications/initialized"}' "$LEGACY_URL"
+SESSION=$(open_legacy_session "$LEGACY_URL" callgrind)
 export WRK_LUA_DIR=$ROOT/bench/wrk MCP_LEGACY_VERSION=$LEGACY_VERSION MCP_SESSION_ID=$SESSION
 
 wrk_calls() { # URL SCRIPT SECONDS: prints the checked answers

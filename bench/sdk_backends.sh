@@ -96,9 +96,7 @@ if ! "$WORK/fastmcp-venv/bin/python" -c 'import fastmcp' 2>/dev/null; then
     python3 -m venv "$WORK/fastmcp-venv"
     "$WORK/fastmcp-venv/bin/pip" install -q --disable-pip-version-check 'fastmcp==4.1.6'
 fi
-if [ ! -f "$WORK/node/node_modules/@modelcontextprotocol/sdk/package.json" ]; then
-    npm install --silent --no-audit --no-fund --prefix "$WORK/node" '@modelcontextprotocol/sdk@1.32.2' >&2
-fi
+ensure_node_sdk "$WORK/node"
 cp tests/sdk-servers/typescript/conformance-server.mjs "$WORK/node/"
 # mcp-uplift 0.2.6 (a stdio MRTR bridge in Node, no dependencies) is published on no registry:
 # a checkout of its repository's v0.2.6 tag (UPLIFT_DIR), cloned from GitHub when missing.
