@@ -1,5 +1,6 @@
 //! Logging and tracing: a `tracing-subscriber` registry with a text or JSON formatter on stderr,
-//! an `EnvFilter` (`--log-level`, else `RUST_LOG`, else `info`), and — with the cargo feature
+//! filtered by the directives of `--log-level`, else `RUST_LOG`, else `info` (a `Targets` filter
+//! for a plain `target=level` list, an `EnvFilter` otherwise), and — with the cargo feature
 //! `otel` and `--otlp-endpoint URL` — an OpenTelemetry layer exporting spans over OTLP/HTTP
 //! (protobuf) with a batch processor.
 //!
@@ -92,11 +93,11 @@ pub fn init(settings: &TelemetrySettings) -> anyhow::Result<TelemetryGuard> {
     };
     if settings.otlp_endpoint.is_none() {
         // The log alone: its filter is the subscriber's. A per-layer filter would cost more each
-        // time a span is entered or left (a lane's span, on every poll of a call's POST:
-        // bench/proxy-vs-nginx.md) and filter nothing more. A list of `target=level` directives
-        // (the usual case: `info`, `info,hyper=warn`) is a `Targets` filter, which decides once
-        // per callsite; an `EnvFilter` also takes a read lock each time a span is entered or
-        // left. Directives naming spans or fields need the `EnvFilter`.
+        // time a span is entered or left (bench/proxy-vs-nginx.md) and filter nothing more. A
+        // list of `target=level` directives (the usual case: `info`, `info,hyper=warn`) is a
+        // `Targets` filter, which decides once per callsite; an `EnvFilter` also takes a read
+        // lock each time a span is entered or left. Directives naming spans or fields need the
+        // `EnvFilter`.
         let installed = match target_list(&directives) {
             Some(targets) => tracing_subscriber::registry()
                 .with(targets)
