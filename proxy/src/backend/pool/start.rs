@@ -269,10 +269,7 @@ impl PoolShared {
             self.top_up_spares(&mut spares, program, args);
             return;
         }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let profile = {
+        let (profile, runtime) = {
             let mut state = self.state();
             let profile = state.last_profile.clone().unwrap_or_default();
             // Counted up to `want`: only whether there are that many matters.
@@ -291,8 +288,13 @@ impl PoolShared {
             {
                 return;
             }
+            // Looked up only now: a runtime handle is a thread-local read and a reference
+            // count, on every call, for a spare that is rarely wanted.
+            let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+                return;
+            };
             state.starting.push(profile.clone());
-            profile
+            (profile, runtime)
         };
         let pool = Arc::clone(self);
         runtime.spawn(async move {
