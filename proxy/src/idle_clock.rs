@@ -33,16 +33,20 @@ mod tests {
 
     #[test]
     fn elapsed_follows_the_precise_clock_to_a_few_ticks() {
+        // The coarse interval lies within the outer precise one and contains the inner one, each
+        // end up to a tick off (a tick is at most 10 ms, HZ=100): bracketed, so a preemption
+        // between two readings cannot make it fail.
+        let outer = std::time::Instant::now();
         let stamp = IdleStamp::now();
-        let precise = std::time::Instant::now();
+        let inner = std::time::Instant::now();
         std::thread::sleep(Duration::from_millis(60));
+        let inner = inner.elapsed();
         let coarse = stamp.elapsed();
-        let exact = precise.elapsed();
-        // A tick is at most 10 ms (HZ=100); two readings, each up to a tick behind.
+        let outer = outer.elapsed();
+        let ticks = Duration::from_millis(20);
         assert!(
-            coarse + Duration::from_millis(20) >= exact
-                && coarse <= exact + Duration::from_millis(20),
-            "coarse {coarse:?}, precise {exact:?}"
+            coarse + ticks >= inner && coarse <= outer + ticks,
+            "coarse {coarse:?}, precise between {inner:?} and {outer:?}"
         );
     }
 }

@@ -43,7 +43,6 @@ impl LaneCore {
     }
 
     pub(super) fn unmatched_response(&self, id: &Value) {
-        let _entered = self.span.enter();
         if self.finish_cancelled(id) {
             tracing::debug!(parent: &self.span, id = %id, "a cancelled request finished on the legacy side");
         } else {

@@ -394,7 +394,6 @@ impl LaneCore {
 
     /// A notification nobody takes: the proxy's own log.
     fn log_notification(&self, method: &str, params: &Value) {
-        let _entered = self.span.enter();
         if method == "notifications/message" {
             let level = params
                 .get("level")

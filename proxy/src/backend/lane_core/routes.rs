@@ -62,8 +62,8 @@ impl LaneCore {
 
     fn answer_unanswered(&self, delivered: FastHashMap<String, Delivered>) {
         for (_, request) in delivered {
-            let _entered = self.span.enter();
             tracing::warn!(
+                parent: &self.span,
                 method = %request.method,
                 lane = self.id,
                 "a server request of a finished call was never answered: answering it locally"
@@ -200,8 +200,8 @@ impl LaneCore {
     }
 
     pub(super) fn answer_locally(&self, id: Value, method: &str) {
-        let _entered = self.span.enter();
         tracing::warn!(
+            parent: &self.span,
             method = %method,
             lane = self.id,
             "unattributed server request answered locally"
