@@ -21,8 +21,9 @@ use crate::response_channel::OutgoingSender;
 /// The engine as the fronts see it.
 pub trait Handler: Send + Sync + 'static {
     /// Serves one validated request: zero or more notifications, then one final response, all
-    /// through `sink`. Each call runs in its own task. Dropping the sink without a final
-    /// response makes the front answer `-32603`.
+    /// through `sink`. Dropping the sink without a final response makes the front answer
+    /// `-32603`. The HTTP front polls the future in its connection's task until the response
+    /// starts, then hands it to a task of its own; the stdio front gives each request a task.
     fn handle(&self, request: FrontRequest, sink: ResponseSink) -> BoxFuture<'static, ()>;
 
     /// Opens a request another instance passed on ([`crate::cluster`]): the envelope's bytes

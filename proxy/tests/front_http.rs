@@ -917,6 +917,23 @@ async fn a_disconnect_mid_stream_closes_the_sink() {
     .await;
 }
 
+/// The front polls a request's handler in its connection's task until the final response; what
+/// the handler still does after it runs on in a task of its own.
+#[tokio::test]
+async fn a_handler_runs_to_its_end_after_its_final_response() {
+    let mut server = start(|_| {}).await;
+    let reply = post(
+        server.addr,
+        &call(json!("w-1"), "work_after_final", json!({})),
+    )
+    .await;
+    assert_eq!(reply.json()["result"]["resultType"], "complete");
+    expect_event(&mut server.events, |event| {
+        *event == Event::WorkedAfterFinal(json!("w-1"))
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn a_disconnect_before_the_first_item_closes_the_sink() {
     let mut server = start(|_| {}).await;

@@ -60,7 +60,7 @@ mod tests;
 pub use decide::{
     accepts_event_stream, decide_post, decide_post_as, decide_post_forwarding, PostDecision,
 };
-pub(crate) use post::{handler_gone, respond_from, start_handler};
+pub(crate) use post::{handler_gone, respond_from, start_handler, InlineHandler};
 pub(crate) use responses::{
     challenge_response, empty_response, json_response, message_response, overloaded, sse_event,
     sse_response,

@@ -33,7 +33,7 @@ use tokio::sync::mpsc;
 use super::callers::Caller;
 use super::http::{
     accepts_event_stream, challenge_response, empty_response, json_response, message_response,
-    overloaded, respond_from, sse_event, sse_response, KeepAlive, ResponseBody,
+    overloaded, respond_from, sse_event, sse_response, InlineHandler, KeepAlive, ResponseBody,
 };
 use super::validate::error_response;
 use super::SINK_CAPACITY;
@@ -167,7 +167,16 @@ pub(super) async fn post(
             let sse = accepts_event_stream(headers);
             let (tx, rx) = mpsc::channel(SINK_CAPACITY);
             tokio::spawn(relay_request(session, id.clone(), method, params, tx, sse));
-            respond_from(rx.into(), id, sse, permit, keep_alive, callers.rewrite).await
+            respond_from(
+                rx.into(),
+                &mut InlineHandler::default(),
+                id,
+                sse,
+                permit,
+                keep_alive,
+                callers.rewrite,
+            )
+            .await
         }
         Message::Notification { method, params } => {
             match session.notification(&method, params).await {

@@ -23,6 +23,8 @@ pub enum Event {
     Closed(Value),
     /// Whether a notification after the close still claimed to be delivered.
     NotifyAfterClose(Value, bool),
+    /// The handler's work after its final response ran to its end.
+    WorkedAfterFinal(Value),
 }
 
 /// Behaviour by `tools/call` name (every other method is echoed):
@@ -34,7 +36,8 @@ pub enum Event {
 /// - `hang_then_notify`: like `hang`, then tries one more notification;
 /// - `drop` / `drop_after_progress`: drops the sink (after one notification);
 /// - `panic` / `panic_sync`: panics inside the future / while building it;
-/// - `slow`: `arguments.steps` notifications `arguments.delay_ms` apart, then the result.
+/// - `slow`: `arguments.steps` notifications `arguments.delay_ms` apart, then the result;
+/// - `work_after_final`: the result, then 50 ms of work (a sleep) before the handler ends.
 pub struct TestHandler {
     pub ready: AtomicBool,
     events: mpsc::UnboundedSender<Event>,
@@ -139,6 +142,11 @@ impl Handler for TestHandler {
                         sink.notify(progress(&request, step)).await;
                     }
                     sink.finish(id, Ok(echo(&request))).await;
+                }
+                "work_after_final" => {
+                    sink.finish(id.clone(), Ok(echo(&request))).await;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    let _ = events.send(Event::WorkedAfterFinal(id));
                 }
                 _ => sink.finish(id, Ok(echo(&request))).await,
             }

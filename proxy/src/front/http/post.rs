@@ -1,16 +1,18 @@
 //! A POST from its body to its response: the body read within the size limit and the read
 //! timeout, legacy traffic handed to [`crate::front::http_legacy`], the decision
-//! ([`super::decide`]), the handler's own task, and what it sends turned into a JSON or SSE
-//! response.
+//! ([`super::decide`]), the handler (polled by the connection's own task, [`InlineHandler`]), and
+//! what it sends turned into a JSON or SSE response.
 
 use std::time::Duration;
 
 use bytes::Bytes;
 use bytes::BytesMut;
+use futures_util::future::BoxFuture;
 use http::{header, HeaderMap, HeaderValue, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use serde_json::Value;
+use std::future::Future as _;
 use tokio::sync::OwnedSemaphorePermit;
 use tracing::Instrument as _;
 
@@ -173,9 +175,11 @@ impl Front {
         let span = crate::telemetry::request_span(&request, "http");
         let (tx, rx) = response_channel();
         let sink = ResponseSink::new(tx).observed(&request.method);
-        start_handler(self.handler.as_ref(), request, sink, span, forwarded);
+        let mut handler =
+            InlineHandler::start(self.handler.as_ref(), request, sink, span, forwarded);
         respond_from(
             rx,
+            &mut handler,
             id,
             sse_allowed,
             permit,
@@ -183,6 +187,8 @@ impl Front {
             self.config.origin_rewrite.as_ref(),
         )
         .await
+        // `handler` dropped here: still running (an SSE response, a client gone), it goes on in
+        // a task of its own.
     }
 }
 
@@ -231,6 +237,7 @@ where
 /// Dropping this future (client gone before the first item) drops `rx`: the sender sees it.
 pub(crate) async fn respond_from(
     mut rx: OutgoingReceiver,
+    handler: &mut InlineHandler,
     id: Value,
     sse_allowed: bool,
     permit: OwnedSemaphorePermit,
@@ -238,7 +245,11 @@ pub(crate) async fn respond_from(
     rewrite: Option<&OriginRewrite>,
 ) -> Response<ResponseBody> {
     loop {
-        match rx.recv().await {
+        let next = std::future::poll_fn(|cx| {
+            handler.poll(cx);
+            rx.poll_recv(cx)
+        });
+        match next.await {
             Some(Outgoing::Final {
                 message,
                 http_status,
@@ -275,8 +286,9 @@ pub(crate) async fn respond_from(
     }
 }
 
-/// Spawns `handler.handle` in its own task. A handler that panics (while building its future or
-/// while running it) drops the sink, which the front answers with `-32603`.
+/// Runs `handler.handle` in a task of its own (the stdio front, which answers many requests at
+/// once on one connection). A handler that panics (while building its future or while running
+/// it) drops the sink, which the front answers with `-32603`.
 pub(crate) fn start_handler(
     handler: &dyn Handler,
     request: FrontRequest,
@@ -284,20 +296,75 @@ pub(crate) fn start_handler(
     span: tracing::Span,
     forwarded: bool,
 ) {
-    let future = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        if forwarded {
-            handler.handle_forwarded(request, sink)
-        } else {
-            handler.handle(request, sink)
+    InlineHandler::start(handler, request, sink, span, forwarded).detach();
+}
+
+/// A request's handler, polled by the front connection's own task while the response is
+/// awaited: a call answered by its first response costs no task of its own (a spawn, a task to
+/// schedule, and a wake-up of the connection's task to hand the response over). Dropped while
+/// still running (its response is an SSE stream that outlives this future, or the client went
+/// away), it goes on in a task of its own ([`tokio::spawn`]), as [`start_handler`]'s would: the
+/// engine then sees its sink closed and ends the call as it must.
+#[derive(Default)]
+pub(crate) struct InlineHandler(Option<tracing::instrument::Instrumented<BoxFuture<'static, ()>>>);
+
+impl InlineHandler {
+    /// `handler.handle` (or `handle_forwarded`), not polled yet. A handler that panics while
+    /// building its future drops the sink, which the front answers with `-32603`.
+    fn start(
+        handler: &dyn Handler,
+        request: FrontRequest,
+        sink: ResponseSink,
+        span: tracing::Span,
+        forwarded: bool,
+    ) -> Self {
+        let future = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if forwarded {
+                handler.handle_forwarded(request, sink)
+            } else {
+                handler.handle(request, sink)
+            }
+        }));
+        match future {
+            Ok(future) => InlineHandler(Some(future.instrument(span))),
+            Err(_) => {
+                tracing::error!(parent: &span, "the handler panicked");
+                InlineHandler(None)
+            }
         }
-    }));
-    match future {
-        Ok(future) => {
-            tokio::spawn(future.instrument(span));
+    }
+
+    /// Polls the handler once, if it is still running. A panic ends it (as it ends a task):
+    /// the sink is dropped with it, and the front answers `-32603`.
+    fn poll(&mut self, cx: &mut std::task::Context<'_>) {
+        let Some(future) = self.0.as_mut() else {
+            return;
+        };
+        let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            std::pin::Pin::new(future).poll(cx)
+        }));
+        match polled {
+            Ok(std::task::Poll::Pending) => return,
+            Ok(std::task::Poll::Ready(())) => {}
+            Err(_) => tracing::error!("the handler panicked"),
         }
-        Err(_) => {
-            tracing::error!(parent: &span, "the handler panicked");
+        self.0 = None;
+    }
+
+    /// Hands the handler, if it is still running, to a task of its own.
+    fn detach(&mut self) {
+        if let Some(future) = self.0.take() {
+            // Outside a runtime (it is shutting down) there is nothing left to run it on.
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(future);
+            }
         }
+    }
+}
+
+impl Drop for InlineHandler {
+    fn drop(&mut self) {
+        self.detach();
     }
 }
 
