@@ -417,7 +417,11 @@ impl Engine {
             Some(tokio::time::Instant::now() + self.settings.batch_window)
         };
         let call_timeout = self.settings.limits.call_timeout;
-        let mut silent_until = tokio::time::Instant::now() + call_timeout;
+        // One timer for the whole call, moved on when the legacy server talks: a new `Sleep` in
+        // each turn of the loop would be registered with the runtime's timer and removed again
+        // every time.
+        let silent = tokio::time::sleep(call_timeout);
+        tokio::pin!(silent);
         loop {
             tokio::select! {
                 biased;
@@ -468,7 +472,9 @@ impl Engine {
                     // The legacy server talks mid-call: its POST reads on in a task of its own
                     // while this one answers, however long that takes.
                     live.call.driver.detach();
-                    silent_until = tokio::time::Instant::now() + call_timeout;
+                    silent
+                        .as_mut()
+                        .reset(tokio::time::Instant::now() + call_timeout);
                     if let Some(error) = Box::pin(self.on_event(live, request, sink, event)).await {
                         return Step::Fail(Some(error));
                     }
@@ -483,7 +489,7 @@ impl Engine {
                     }
                     return Step::Pause;
                 }
-                () = tokio::time::sleep_until(silent_until), if live.pending.is_empty() => {
+                () = &mut silent, if live.pending.is_empty() => {
                     warn!(timeout = ?call_timeout, "the legacy server stayed silent mid-call: cancelling it");
                     return Step::Fail(Some(limits::limit_error(
                         format!(
