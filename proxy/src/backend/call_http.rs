@@ -27,7 +27,7 @@
 //! ends mid-body) is an `io::Error` from the body (`InvalidData`, `UnexpectedEof`), never a panic;
 //! every line buffered while waiting is bounded.
 
-use std::io::{self, Write as _};
+use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
@@ -295,8 +295,9 @@ impl RequestHead {
     /// The request with `body` (its `Content-Length` written here).
     pub(crate) fn finish(mut self, body: Bytes) -> WireRequest {
         let head = &mut self.0;
-        // Writing to a `Vec` cannot fail.
-        let _ = write!(head, "content-length: {}\r\n\r\n", body.len());
+        head.extend_from_slice(b"content-length: ");
+        head.extend_from_slice(itoa::Buffer::new().format(body.len()).as_bytes());
+        head.extend_from_slice(b"\r\n\r\n");
         if body.len() <= COPY_BODY_UP_TO {
             head.extend_from_slice(&body);
             WireRequest {
