@@ -346,7 +346,11 @@ impl InlineHandler {
         match polled {
             Ok(std::task::Poll::Pending) => return,
             Ok(std::task::Poll::Ready(())) => {}
-            Err(_) => tracing::error!("the handler panicked"),
+            Err(_) => {
+                if let Some(future) = &self.0 {
+                    tracing::error!(parent: future.span(), "the handler panicked");
+                }
+            }
         }
         self.0 = None;
     }
