@@ -44,6 +44,7 @@ pub mod limits;
 pub mod metrics;
 pub mod param_headers;
 pub mod params;
+mod quiet_waker;
 pub mod refusals;
 pub mod request;
 pub mod response_channel;

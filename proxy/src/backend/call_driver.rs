@@ -12,6 +12,12 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Context;
+
+use tokio::sync::oneshot;
+
+use crate::quiet_waker::QuietWaker;
 
 type Transport = Pin<Box<dyn Future<Output = ()> + Send>>;
 
@@ -39,6 +45,29 @@ impl CallDriver {
             }
             None => std::future::pending().await,
         }
+    }
+
+    /// The call's answer from `response`, the transport polled first while it runs here.
+    ///
+    /// The transport delivers the answer through the lane's router into `response`, so
+    /// `response` is read with a [`QuietWaker`]: a delivery made while this task polls the
+    /// transport does not wake it again (it reads `response` right after); one routed from
+    /// elsewhere (another stream, another thread) does.
+    pub async fn answer<T>(
+        &mut self,
+        response: &mut oneshot::Receiver<T>,
+        waker: &Arc<QuietWaker>,
+    ) -> Result<T, oneshot::error::RecvError> {
+        std::future::poll_fn(|cx| {
+            if let Some(transport) = self.0.as_mut() {
+                if waker.quiet_while(|| transport.as_mut().poll(cx)).is_ready() {
+                    self.0 = None;
+                }
+            }
+            let quiet = waker.waker_for(cx);
+            Pin::new(&mut *response).poll(&mut Context::from_waker(&quiet))
+        })
+        .await
     }
 
     /// Hands the unfinished transport to a task of its own (nothing when it finished, or outside
@@ -69,9 +98,72 @@ impl std::fmt::Debug for CallDriver {
 #[cfg(test)]
 mod tests {
     use super::CallDriver;
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use crate::quiet_waker::QuietWaker;
+    use std::future::Future as _;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::Arc;
+    use std::task::{Context, Poll, Wake, Waker};
     use std::time::Duration;
+
+    /// A task's waker that counts its wake-ups.
+    #[derive(Default)]
+    struct Counted(AtomicUsize);
+
+    impl Wake for Counted {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn an_answer_delivered_by_the_polled_transport_does_not_wake_the_task() {
+        let (answer_tx, mut answer_rx) = tokio::sync::oneshot::channel();
+        let (go_tx, go_rx) = tokio::sync::oneshot::channel::<()>();
+        let mut driver = CallDriver::new(async move {
+            let _ = go_rx.await;
+            let _ = answer_tx.send("answer");
+        });
+        let waker = QuietWaker::new();
+        let counted = Arc::new(Counted::default());
+        let task = Waker::from(counted.clone());
+        let mut cx = Context::from_waker(&task);
+        let mut answer = Box::pin(driver.answer(&mut answer_rx, &waker));
+        assert!(answer.as_mut().poll(&mut cx).is_pending());
+        // The transport's own wake-up (its input came)...
+        go_tx.send(()).unwrap();
+        assert_eq!(counted.0.load(Ordering::SeqCst), 1);
+        // ...and the answer it delivers while polled, without another.
+        assert_eq!(answer.as_mut().poll(&mut cx), Poll::Ready(Ok("answer")));
+        assert_eq!(counted.0.load(Ordering::SeqCst), 1);
+        drop(answer);
+        assert!(!driver.is_running(), "the transport ran to its end");
+    }
+
+    #[test]
+    fn an_answer_routed_from_elsewhere_wakes_the_task() {
+        let (answer_tx, mut answer_rx) = tokio::sync::oneshot::channel();
+        let (_go_tx, go_rx) = tokio::sync::oneshot::channel::<()>();
+        let mut driver = CallDriver::new(async move {
+            let _ = go_rx.await;
+        });
+        let waker = QuietWaker::new();
+        let counted = Arc::new(Counted::default());
+        let task = Waker::from(counted.clone());
+        let mut cx = Context::from_waker(&task);
+        let mut answer = Box::pin(driver.answer(&mut answer_rx, &waker));
+        assert!(answer.as_mut().poll(&mut cx).is_pending());
+        std::thread::spawn(move || answer_tx.send("from another stream").unwrap())
+            .join()
+            .unwrap();
+        assert_eq!(counted.0.load(Ordering::SeqCst), 1);
+        assert_eq!(
+            answer.as_mut().poll(&mut cx),
+            Poll::Ready(Ok("from another stream"))
+        );
+        drop(answer);
+        assert!(driver.is_running(), "the transport still waits");
+        driver.detach();
+    }
 
     #[tokio::test]
     async fn run_polls_the_transport_to_its_end() {

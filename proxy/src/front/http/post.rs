@@ -244,10 +244,14 @@ pub(crate) async fn respond_from(
     keep_alive: Option<Duration>,
     rewrite: Option<&OriginRewrite>,
 ) -> Response<ResponseBody> {
+    // The handler fills `rx` while this task polls it: read with a waker that its sends do not
+    // wake this task again through (it reads `rx` right after).
+    let waker = crate::quiet_waker::QuietWaker::new();
     loop {
         let next = std::future::poll_fn(|cx| {
-            handler.poll(cx);
-            rx.poll_recv(cx)
+            waker.quiet_while(|| handler.poll(cx));
+            let quiet = waker.waker_for(cx);
+            rx.poll_recv(&mut std::task::Context::from_waker(&quiet))
         });
         match next.await {
             Some(Outgoing::Final {
