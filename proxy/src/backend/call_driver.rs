@@ -115,6 +115,12 @@ mod tests {
         }
     }
 
+    /// A counted task's waker, and its count.
+    fn counted_task() -> (Waker, Arc<Counted>) {
+        let counted = Arc::new(Counted::default());
+        (Waker::from(counted.clone()), counted)
+    }
+
     #[test]
     fn an_answer_delivered_by_the_polled_transport_does_not_wake_the_task() {
         let (answer_tx, mut answer_rx) = tokio::sync::oneshot::channel();
@@ -123,10 +129,9 @@ mod tests {
             let _ = go_rx.await;
             let _ = answer_tx.send("answer");
         });
-        let waker = QuietWaker::new();
-        let counted = Arc::new(Counted::default());
-        let task = Waker::from(counted.clone());
+        let (task, counted) = counted_task();
         let mut cx = Context::from_waker(&task);
+        let waker = QuietWaker::new();
         let mut answer = Box::pin(driver.answer(&mut answer_rx, &waker));
         assert!(answer.as_mut().poll(&mut cx).is_pending());
         // The transport's own wake-up (its input came)...
@@ -146,10 +151,9 @@ mod tests {
         let mut driver = CallDriver::new(async move {
             let _ = go_rx.await;
         });
-        let waker = QuietWaker::new();
-        let counted = Arc::new(Counted::default());
-        let task = Waker::from(counted.clone());
+        let (task, counted) = counted_task();
         let mut cx = Context::from_waker(&task);
+        let waker = QuietWaker::new();
         let mut answer = Box::pin(driver.answer(&mut answer_rx, &waker));
         assert!(answer.as_mut().poll(&mut cx).is_pending());
         std::thread::spawn(move || answer_tx.send("from another stream").unwrap())
