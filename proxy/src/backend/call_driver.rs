@@ -23,28 +23,24 @@ type Transport = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// A call's transport, polled by its caller until it finishes or is detached.
 #[derive(Default)]
-pub struct CallDriver(Option<Transport>);
+pub struct CallDriver {
+    transport: Option<Transport>,
+    /// What the call's answer is read with ([`CallDriver::answer`]); `None` for a call whose
+    /// transport the lane runs.
+    answer_waker: Option<Arc<QuietWaker>>,
+}
 
 impl CallDriver {
     pub(crate) fn new(transport: impl Future<Output = ()> + Send + 'static) -> Self {
-        CallDriver(Some(Box::pin(transport)))
+        CallDriver {
+            transport: Some(Box::pin(transport)),
+            answer_waker: Some(QuietWaker::new()),
+        }
     }
 
     /// Whether the transport is still to be polled here (not finished, not detached).
     pub fn is_running(&self) -> bool {
-        self.0.is_some()
-    }
-
-    /// Polls the transport until it finishes. Pending forever when it is not running here:
-    /// select on it only while [`Self::is_running`].
-    pub async fn run(&mut self) {
-        match self.0.as_mut() {
-            Some(transport) => {
-                transport.await;
-                self.0 = None;
-            }
-            None => std::future::pending().await,
-        }
+        self.transport.is_some()
     }
 
     /// The call's answer from `response`, the transport polled first while it runs here.
@@ -56,12 +52,14 @@ impl CallDriver {
     pub async fn answer<T>(
         &mut self,
         response: &mut oneshot::Receiver<T>,
-        waker: &Arc<QuietWaker>,
     ) -> Result<T, oneshot::error::RecvError> {
         std::future::poll_fn(|cx| {
-            if let Some(transport) = self.0.as_mut() {
+            let Some(waker) = &self.answer_waker else {
+                return Pin::new(&mut *response).poll(cx);
+            };
+            if let Some(transport) = self.transport.as_mut() {
                 if waker.quiet_while(|| transport.as_mut().poll(cx)).is_ready() {
-                    self.0 = None;
+                    self.transport = None;
                 }
             }
             let quiet = waker.waker_for(cx);
@@ -73,7 +71,7 @@ impl CallDriver {
     /// Hands the unfinished transport to a task of its own (nothing when it finished, or outside
     /// a runtime, at exit).
     pub fn detach(&mut self) {
-        if let Some(transport) = self.0.take() {
+        if let Some(transport) = self.transport.take() {
             if let Ok(runtime) = tokio::runtime::Handle::try_current() {
                 runtime.spawn(transport);
             }
@@ -98,7 +96,6 @@ impl std::fmt::Debug for CallDriver {
 #[cfg(test)]
 mod tests {
     use super::CallDriver;
-    use crate::quiet_waker::QuietWaker;
     use std::future::Future as _;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::Arc;
@@ -131,8 +128,7 @@ mod tests {
         });
         let (task, counted) = counted_task();
         let mut cx = Context::from_waker(&task);
-        let waker = QuietWaker::new();
-        let mut answer = Box::pin(driver.answer(&mut answer_rx, &waker));
+        let mut answer = Box::pin(driver.answer(&mut answer_rx));
         assert!(answer.as_mut().poll(&mut cx).is_pending());
         // The transport's own wake-up (its input came)...
         go_tx.send(()).unwrap();
@@ -153,8 +149,7 @@ mod tests {
         });
         let (task, counted) = counted_task();
         let mut cx = Context::from_waker(&task);
-        let waker = QuietWaker::new();
-        let mut answer = Box::pin(driver.answer(&mut answer_rx, &waker));
+        let mut answer = Box::pin(driver.answer(&mut answer_rx));
         assert!(answer.as_mut().poll(&mut cx).is_pending());
         std::thread::spawn(move || answer_tx.send("from another stream").unwrap())
             .join()
@@ -170,15 +165,17 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn run_polls_the_transport_to_its_end() {
+    async fn answer_polls_the_transport_to_its_end() {
         let done = Arc::new(AtomicBool::new(false));
         let flag = done.clone();
+        let (answer_tx, mut answer_rx) = tokio::sync::oneshot::channel();
         let mut driver = CallDriver::new(async move {
             tokio::task::yield_now().await;
             flag.store(true, Ordering::SeqCst);
+            let _ = answer_tx.send("answer");
         });
         assert!(driver.is_running());
-        driver.run().await;
+        assert_eq!(driver.answer(&mut answer_rx).await, Ok("answer"));
         assert!(done.load(Ordering::SeqCst));
         assert!(!driver.is_running());
     }
@@ -187,13 +184,14 @@ mod tests {
     async fn an_unfinished_transport_runs_on_after_its_driver_is_dropped() {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let (go_tx, go_rx) = tokio::sync::oneshot::channel::<()>();
+        let (_answer_tx, mut answer_rx) = tokio::sync::oneshot::channel::<()>();
         let mut driver = CallDriver::new(async move {
             let _ = go_rx.await;
             let _ = tx.send("finished");
         });
         // Polled once here, then dropped while it waits.
         tokio::select! {
-            () = driver.run() => unreachable!("the transport waits for `go`"),
+            _ = driver.answer(&mut answer_rx) => unreachable!("the transport waits for `go`"),
             () = tokio::time::sleep(Duration::from_millis(10)) => {}
         }
         drop(driver);
@@ -214,8 +212,11 @@ mod tests {
             .await
             .unwrap()
             .unwrap();
-        // `run` on a detached driver stays pending.
-        let polled = tokio::time::timeout(Duration::from_millis(10), driver.run()).await;
+        // `answer` on a detached driver only waits for the answer.
+        let (_answer_tx, mut answer_rx) = tokio::sync::oneshot::channel::<()>();
+        let polled =
+            tokio::time::timeout(Duration::from_millis(10), driver.answer(&mut answer_rx)).await;
         assert!(polled.is_err());
+        assert!(!driver.is_running());
     }
 }

@@ -422,7 +422,6 @@ impl Engine {
         // every time.
         let silent = tokio::time::sleep(call_timeout);
         tokio::pin!(silent);
-        let answer_waker = crate::quiet_waker::QuietWaker::new();
         loop {
             tokio::select! {
                 biased;
@@ -430,7 +429,7 @@ impl Engine {
                 // The answer, and the call's POST polled first while the call is a plain request
                 // and answer (backend/call_driver.rs); the POST usually ends in the poll that
                 // delivers the answer.
-                response = live.call.driver.answer(&mut live.call.response, &answer_waker), if !live.answered => {
+                response = live.call.driver.answer(&mut live.call.response), if !live.answered => {
                     live.answered = true;
                     // Late notifications may still come on the POST's stream.
                     live.call.driver.detach();

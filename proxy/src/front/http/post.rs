@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use bytes::BytesMut;
+use std::sync::Arc;
+
 use futures_util::future::BoxFuture;
 use http::{header, HeaderMap, HeaderValue, Request, Response, StatusCode};
 use http_body_util::BodyExt;
@@ -30,6 +32,7 @@ use crate::front::validate::{self, error_response, Rejection};
 use crate::jsonrpc::{codes, ErrorObject};
 use crate::legacy_session::Era;
 use crate::limits;
+use crate::quiet_waker::QuietWaker;
 use crate::request::{FrontRequest, Handler, Outgoing, ResponseSink};
 use crate::response_channel::{response_channel, OutgoingReceiver};
 
@@ -244,16 +247,8 @@ pub(crate) async fn respond_from(
     keep_alive: Option<Duration>,
     rewrite: Option<&OriginRewrite>,
 ) -> Response<ResponseBody> {
-    // The handler fills `rx` while this task polls it: read with a waker that its sends do not
-    // wake this task again through (it reads `rx` right after).
-    let waker = crate::quiet_waker::QuietWaker::new();
     loop {
-        let next = std::future::poll_fn(|cx| {
-            waker.quiet_while(|| handler.poll(cx));
-            let quiet = waker.waker_for(cx);
-            rx.poll_recv(&mut std::task::Context::from_waker(&quiet))
-        });
-        match next.await {
+        match std::future::poll_fn(|cx| handler.poll_response(&mut rx, cx)).await {
             Some(Outgoing::Final {
                 message,
                 http_status,
@@ -303,6 +298,8 @@ pub(crate) fn start_handler(
     InlineHandler::start(handler, request, sink, span, forwarded).detach();
 }
 
+type HandlerFuture = tracing::instrument::Instrumented<BoxFuture<'static, ()>>;
+
 /// A request's handler, polled by the front connection's own task while the response is
 /// awaited: a call answered by its first response costs no task of its own (a spawn, a task to
 /// schedule, and a wake-up of the connection's task to hand the response over). Dropped while
@@ -310,7 +307,13 @@ pub(crate) fn start_handler(
 /// away), it goes on in a task of its own ([`tokio::spawn`]), as [`start_handler`]'s would: the
 /// engine then sees its sink closed and ends the call as it must.
 #[derive(Default)]
-pub(crate) struct InlineHandler(Option<tracing::instrument::Instrumented<BoxFuture<'static, ()>>>);
+pub(crate) struct InlineHandler {
+    future: Option<HandlerFuture>,
+    /// What the response channel is read with while the handler runs here: the handler fills
+    /// it while this task polls it, and its sends need not wake this task again (it reads the
+    /// channel right after). `None` when there was no handler to run.
+    response_waker: Option<Arc<QuietWaker>>,
+}
 
 impl InlineHandler {
     /// `handler.handle` (or `handle_forwarded`), not polled yet. A handler that panics while
@@ -330,18 +333,40 @@ impl InlineHandler {
             }
         }));
         match future {
-            Ok(future) => InlineHandler(Some(future.instrument(span))),
+            Ok(future) => InlineHandler {
+                future: Some(future.instrument(span)),
+                response_waker: Some(QuietWaker::new()),
+            },
             Err(_) => {
                 tracing::error!(parent: &span, "the handler panicked");
-                InlineHandler(None)
+                InlineHandler::default()
             }
         }
     }
 
+    /// The next item of the handler's response channel `rx`, the handler polled first while it
+    /// runs here.
+    fn poll_response(
+        &mut self,
+        rx: &mut OutgoingReceiver,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Outgoing>> {
+        let InlineHandler {
+            future,
+            response_waker,
+        } = self;
+        let Some(waker) = response_waker else {
+            return rx.poll_recv(cx);
+        };
+        waker.quiet_while(|| Self::poll(future, cx));
+        let quiet = waker.waker_for(cx);
+        rx.poll_recv(&mut std::task::Context::from_waker(&quiet))
+    }
+
     /// Polls the handler once, if it is still running. A panic ends it (as it ends a task):
     /// the sink is dropped with it, and the front answers `-32603`.
-    fn poll(&mut self, cx: &mut std::task::Context<'_>) {
-        let Some(future) = self.0.as_mut() else {
+    fn poll(running: &mut Option<HandlerFuture>, cx: &mut std::task::Context<'_>) {
+        let Some(future) = running.as_mut() else {
             return;
         };
         let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -351,17 +376,17 @@ impl InlineHandler {
             Ok(std::task::Poll::Pending) => return,
             Ok(std::task::Poll::Ready(())) => {}
             Err(_) => {
-                if let Some(future) = &self.0 {
+                if let Some(future) = running.as_ref() {
                     tracing::error!(parent: future.span(), "the handler panicked");
                 }
             }
         }
-        self.0 = None;
+        *running = None;
     }
 
     /// Hands the handler, if it is still running, to a task of its own.
     fn detach(&mut self) {
-        if let Some(future) = self.0.take() {
+        if let Some(future) = self.future.take() {
             // Outside a runtime (it is shutting down) there is nothing left to run it on.
             if let Ok(runtime) = tokio::runtime::Handle::try_current() {
                 runtime.spawn(future);
