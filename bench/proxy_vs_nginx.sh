@@ -25,8 +25,11 @@
 #   before each run), CONNECTIONS ("16 64"), SDKS ("typescript python rmcp"), STRACE (1; 0: skip
 #   the syscall runs), STRACE_DURATION (4), ROUNDS (1; 0: skip the pause/resume runs),
 #   PROXY_BIN (target/release/mcp-mrtr-proxy, built unless NO_BUILD=1; with it the `hyper`
-#   variant's target/release/examples/hyper_reverse_proxy, HYPER_BIN), HYPER (1), PROXY_ARGS (extra flags
-#   for the proxy), PROXY_VARIANTS ("proxy=$PROXY_BIN": space-separated LABEL=BINARY pairs, each
+#   variant's target/release/examples/hyper_reverse_proxy, HYPER_BIN), PGO (1: also the
+#   profile-guided build of packaging/proxy/build-pgo.sh, target/pgo/mcp-mrtr-proxy, as the
+#   variant `pgo`, measured first), HYPER (1), PROXY_ARGS (extra flags
+#   for the proxy), PROXY_VARIANTS ("pgo=target/pgo/mcp-mrtr-proxy proxy=$PROXY_BIN", or
+#   "proxy=$PROXY_BIN" with PGO=0: space-separated LABEL=BINARY pairs, each
 #   a proxy of its own measured as one more interleaved variant, e.g. two builds to weigh a
 #   change: "proxy=/tmp/new base=/tmp/old"; the pause/resume and ratio rows use the first), NET (quickack: a private network namespace,
 #   `unshare -n`, root only, whose loopback routes ACK at once, so the 40 ms delayed-ACK stalls
@@ -49,14 +52,19 @@ SDKS=${SDKS:-"typescript python rmcp"}
 STRACE=${STRACE:-1}
 STRACE_DURATION=${STRACE_DURATION:-4}
 ROUNDS=${ROUNDS:-1}
-PROXY_BIN=${PROXY_BIN:-target/release/mcp-mrtr-proxy}
+TARGET=${CARGO_TARGET_DIR:-target}
+PROXY_BIN=${PROXY_BIN:-$TARGET/release/mcp-mrtr-proxy}
 PROXY_ARGS=${PROXY_ARGS:-}
-PROXY_VARIANTS=${PROXY_VARIANTS:-"proxy=$PROXY_BIN"}
+PGO=${PGO:-1}
+if [ "$PGO" = 1 ]; then
+    PROXY_VARIANTS=${PROXY_VARIANTS:-"pgo=$TARGET/pgo/mcp-mrtr-proxy proxy=$PROXY_BIN"}
+else
+    PROXY_VARIANTS=${PROXY_VARIANTS:-"proxy=$PROXY_BIN"}
+fi
 HYPER=${HYPER:-1}
 PROXY_LABELS=()
 for pair in $PROXY_VARIANTS; do PROXY_LABELS+=("${pair%%=*}"); done
 NET=${NET:-quickack}
-TARGET=${CARGO_TARGET_DIR:-target}
 HYPER_BIN=${HYPER_BIN:-$TARGET/release/examples/hyper_reverse_proxy}
 LEGACY_VERSION=2025-06-18
 mkdir -p "$LOGS"
@@ -77,6 +85,7 @@ if [ -z "${PVN_INNER:-}" ]; then
     if [ "${NO_BUILD:-0}" != 1 ]; then
         cargo build --release -p mcp-mrtr-proxy -p mcp-legacy-conformance-server >&2
         [ "$HYPER" = 1 ] && cargo build --release -p mcp-mrtr-proxy --example hyper_reverse_proxy >&2
+        [ "$PGO" = 1 ] && bash packaging/proxy/build-pgo.sh >/dev/null
     fi
     node_dir=$TARGET/sdk-servers-node
     [[ " $SDKS " == *" typescript "* ]] && ensure_node_sdk "$node_dir"

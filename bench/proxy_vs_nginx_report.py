@@ -7,10 +7,13 @@ a proxy build.)
 
 Per legacy server and connection count: the best of the repetitions of each variant (highest
 calls/s; lowest CPU per call, each taken over the repetitions on its own), then the proxy's
-ratios to nginx (and to `hyper`, the floor of the proxy's stack, when it ran). A run with a bad answer or a socket error is reported and left out.
+ratios to nginx (and to `hyper`, the floor of the proxy's stack, when it ran); beside them the
+ratio within each repetition (median and range), which a drift of the machine between
+repetitions does not move, where the best-of ratio sets two runs of different minutes side by side. A run with a bad answer or a socket error is reported and left out.
 """
 
 import json
+import statistics
 import sys
 from collections import defaultdict
 
@@ -88,12 +91,25 @@ def main():
         "server):",
         "",
         "| legacy server | conns | proxy | calls/s proxy ÷ nginx | front CPU/call proxy ÷ nginx "
-        "| calls/s nginx ÷ direct | calls/s proxy ÷ direct | front CPU/call proxy ÷ hyper |",
-        "|---|---|---|---|---|---|---|---|",
+        "| calls/s nginx ÷ direct | calls/s proxy ÷ direct | front CPU/call proxy ÷ hyper "
+        "| per repetition: calls/s proxy ÷ nginx | per repetition: CPU/call proxy ÷ nginx |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
 
     def ratio(a, b):
         return f"{a / b:.2f}" if a and b else "–"
+
+    def paired(sdk, c, variant, key):
+        """The ratio variant ÷ nginx of `key` within each repetition (the two ran in the same
+        round, minutes apart at most, so a drift of the machine falls on both): median (range)."""
+        by_rep = lambda v: {r["rep"]: r.get(key) for r in groups.get((sdk, c, v), [])}
+        ours, theirs = by_rep(variant), by_rep("nginx")
+        ratios = sorted(ours[rep] / theirs[rep] for rep in ours
+                        if ours[rep] and theirs.get(rep))
+        if not ratios:
+            return "–"
+        middle = statistics.median(ratios)
+        return f"{middle:.2f} ({ratios[0]:.2f}–{ratios[-1]:.2f})" if len(ratios) > 1 else f"{middle:.2f}"
 
     for sdk in sdks:
         for c in conns:
@@ -106,7 +122,8 @@ def main():
                 hc = best(sdk, c, "hyper", "front_cpu_us", min) if proxy != "hyper" else None
                 lines.append(
                     f"| {sdk} | {c} | {proxy} | **{ratio(p, n)}** | **{ratio(pc, nc)}** "
-                    f"| {ratio(n, d)} | {ratio(p, d)} | {ratio(pc, hc)} |"
+                    f"| {ratio(n, d)} | {ratio(p, d)} | {ratio(pc, hc)} "
+                    f"| {paired(sdk, c, proxy, 'calls_per_s')} | {paired(sdk, c, proxy, 'front_cpu_us')} |"
                 )
     rounds = [r for r in good if r["rep"] == 0]
     if rounds:
