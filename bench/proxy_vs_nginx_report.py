@@ -102,7 +102,9 @@ def main():
     def paired(sdk, c, variant, key):
         """The ratio variant ÷ nginx of `key` within each repetition (the two ran in the same
         round, minutes apart at most, so a drift of the machine falls on both): median (range)."""
-        by_rep = lambda v: {r["rep"]: r.get(key) for r in groups.get((sdk, c, v), [])}
+        def by_rep(v):
+            return {r["rep"]: r.get(key) for r in groups.get((sdk, c, v), [])}
+
         ours, theirs = by_rep(variant), by_rep("nginx")
         ratios = sorted(ours[rep] / theirs[rep] for rep in ours
                         if ours[rep] and theirs.get(rep))

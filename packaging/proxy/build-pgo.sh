@@ -51,16 +51,18 @@ fi
 # ----- 1. the instrumented build, and the training peer ----------------------------------------
 say "building the legacy server the training runs against"
 cargo build --release --locked -p mcp-legacy-conformance-server >&2
+# `--target`: the flags then reach the proxy and its dependencies only, not the build scripts and
+# proc macros that run while it compiles (they would write profiles of their own).
 say "building the instrumented proxy"
 RUSTFLAGS="-Cprofile-generate=$WORK/profiles" CARGO_TARGET_DIR=$TARGET/pgo-generate \
-    cargo build --release --locked -p mcp-mrtr-proxy >&2
+    cargo build --release --locked --target "$host" -p mcp-mrtr-proxy >&2
 
 # ----- 2. the training load --------------------------------------------------------------------
 PIDS=()
 trap stop_started EXIT
 start_listening legacy "$TARGET/release/mcp-legacy-conformance-server" --transport http --listen 127.0.0.1:0
 legacy_url=$STARTED_URL
-start_listening proxy "$TARGET/pgo-generate/release/mcp-mrtr-proxy" --listen 127.0.0.1:0 \
+start_listening proxy "$TARGET/pgo-generate/$host/release/mcp-mrtr-proxy" --listen 127.0.0.1:0 \
     --store "$WORK/store" --upstream "$legacy_url"
 proxy_pid=$STARTED_PID
 proxy_url=$STARTED_URL
@@ -101,6 +103,6 @@ raw=("$WORK"/profiles/*.profraw)
 # ----- 4. the optimized build ----------------------------------------------------------------------
 say "building the proxy with the profile"
 RUSTFLAGS="-Cprofile-use=$WORK/merged.profdata -Cllvm-args=-pgo-warn-missing-function=false" \
-    CARGO_TARGET_DIR=$TARGET/pgo-use cargo build --release --locked -p mcp-mrtr-proxy >&2
-cp "$TARGET/pgo-use/release/mcp-mrtr-proxy" "$TARGET/pgo/mcp-mrtr-proxy"
+    CARGO_TARGET_DIR=$TARGET/pgo-use cargo build --release --locked --target "$host" -p mcp-mrtr-proxy >&2
+cp "$TARGET/pgo-use/$host/release/mcp-mrtr-proxy" "$TARGET/pgo/mcp-mrtr-proxy"
 echo "$TARGET/pgo/mcp-mrtr-proxy"
