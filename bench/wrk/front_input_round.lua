@@ -3,6 +3,10 @@
 -- `inputRequests` and `requestState`; the retry carries the answer ("Alice") and the state and
 -- must complete with "Hello, Alice!". A retry is queued per thread and sent by the thread's next
 -- free connection. `calls_ok` counts completed flows (two requests each).
+-- Each thread of each run is a caller of its own (`Authorization: Bearer` with a fresh uuid):
+-- a pause is its caller's, and the flows wrk leaves paused when a run stops stay paused until
+-- `--pause-ttl`, counting against their caller's `--max-paused-per-principal` (64); one caller
+-- for every run would reach it with 64 connections (docs/proxy/paused-calls.md).
 package.path = os.getenv("WRK_LUA_DIR") .. "/?.lua;" .. package.path
 local common = require("common")
 
@@ -15,6 +19,8 @@ local meta = '"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
 
 function init(args)
   common.post_tool_call("test_input_required_result_elicitation")
+  local uuid = io.open("/proc/sys/kernel/random/uuid"):read("l")
+  wrk.headers["Authorization"] = "Bearer bench-" .. uuid
 end
 
 function request()

@@ -185,4 +185,37 @@ async fn a_disconnect_mid_call_cancels_the_legacy_call(kind: BackendKind) {
     assert_eq!(next.result_type(), Some("input_required"), "{next:#?}");
 }
 
-per_backend!(60; a_disconnect_mid_call_cancels_the_legacy_call);
+/// A client that leaves a call about to answer: the call gets a moment to end by itself and is
+/// not cancelled (a cancellation racing the answer ends the whole legacy session on the Python
+/// SDK, docs/conformance.md), and the lane it leaves serves the next call.
+async fn a_call_left_just_before_its_answer_is_not_cancelled(kind: BackendKind) {
+    let stack = Stack::start(kind, ProxyOptions::one_lane()).await;
+    let raw = stack.raw();
+    let mut request = raw.tool_request("slow_count", json!({"n": 10}));
+    request.body["params"]["_meta"]["progressToken"] = json!("p");
+    // 10 steps of 20 ms: the client gives up at the first progress, ~200 ms before the answer.
+    let outcome = raw.hang_up_after_progress(&request).await;
+    assert!(
+        outcome.is_ok(),
+        "slow_count finished without progress: {outcome:?}"
+    );
+    let ended = stack
+        .proxy
+        .logs_within(LOG_WAIT, |line| {
+            line.contains("the legacy call ended by itself before it was cancelled")
+                && line.contains("the client request ended")
+                && line.contains("refused=false")
+        })
+        .await;
+    let log = stack.proxy.log_lines().join("\n");
+    assert!(ended, "{log}");
+    assert!(!log.contains("cancelled the legacy call"), "{log}");
+    assert!(!log.contains("retiring a lane"), "{log}");
+    let next = raw.call_tool("echo", json!({"text": "next"})).await;
+    assert_eq!(next.text(), "next", "{next:#?}");
+}
+
+per_backend!(60;
+    a_disconnect_mid_call_cancels_the_legacy_call,
+    a_call_left_just_before_its_answer_is_not_cancelled,
+);

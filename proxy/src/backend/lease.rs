@@ -94,11 +94,9 @@ impl Lease {
         matches!(self.mode, LeaseMode::Shared { .. })
     }
 
-    /// Whether the lane takes other calls while this one is paused (see [`Lease::park`]).
-    pub fn holds_paused(&self) -> bool {
-        self._return
-            .as_ref()
-            .is_some_and(|back| back.pool.holds_paused())
+    /// Whether the call is paused and has given its lane up to other calls ([`Lease::park`]).
+    pub fn is_parked(&self) -> bool {
+        self._return.as_ref().is_some_and(|back| back.parked)
     }
 
     /// The call waits for its client: on a lane that holds many paused calls (stdio), the lane

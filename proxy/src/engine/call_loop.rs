@@ -31,11 +31,6 @@ use crate::request::{FrontRequest, Principal, ResponseSink};
 /// still on the way (they travel on another stream), when the front request asked for logs.
 const LOG_LINGER: Duration = Duration::from_millis(100);
 
-/// How long an abandoned call on a lane that holds other paused calls may take to end by itself
-/// once its requests are refused, before it is cancelled (a legacy handler usually returns at
-/// once on an elicitation `cancel`).
-const WIND_DOWN: Duration = Duration::from_secs(2);
-
 /// One legacy request to the client, waiting for the client's answer.
 #[derive(Debug, Clone)]
 pub(super) struct PendingInput {
@@ -103,80 +98,6 @@ pub(super) enum Step {
     /// The front request ends without the legacy call: answer with the error, if the client is
     /// still there, and cancel the legacy call.
     Fail(Option<ErrorObject>),
-}
-
-impl LiveCall {
-    /// Ends a legacy call the front no longer wants: answers its pending requests with cancel or
-    /// an error, and sends `notifications/cancelled` for the call.
-    pub(super) async fn abandon(&mut self, reason: &str) {
-        if self.lease.holds_paused() {
-            // A lane that holds other paused calls: take it back first, so that whatever this
-            // call still sends is not taken for another call's. A handler blocked on requests
-            // that are now refused usually ends by itself (an elicitation `cancel`): let it,
-            // for a moment, before cancelling it (a cancelled call that never answers, as the
-            // TypeScript SDK's, would make the lane drain).
-            if self.lease.unpark().await.is_err() {
-                return;
-            }
-            let refused = self.refuse_pending().await;
-            if self.answered {
-                return;
-            }
-            if refused && self.wind_down().await {
-                info!(legacy_id = %self.call.legacy_id, reason, "the legacy call ended by itself once its requests were refused");
-                return;
-            }
-        } else {
-            self.refuse_pending().await;
-            if self.answered {
-                return;
-            }
-        }
-        // `cancel` also forgets the pending request: the legacy server will not answer it.
-        let sent = self.lease.lane.cancel(&self.call.legacy_id, reason).await;
-        info!(legacy_id = %self.call.legacy_id, reason, delivered = sent.is_ok(), "cancelled the legacy call");
-    }
-
-    /// Answers the legacy requests still waiting for the client with their refusal (elicitation
-    /// `cancel`, an error otherwise). Returns whether there was one to answer.
-    async fn refuse_pending(&mut self) -> bool {
-        let mut refused = false;
-        for (_, pending) in std::mem::take(&mut self.pending) {
-            if pending.legacy_id.is_null() {
-                continue;
-            }
-            let _ = self
-                .lease
-                .lane
-                .respond(pending.legacy_id, refusal_for(&pending.method))
-                .await;
-            refused = true;
-        }
-        refused
-    }
-
-    /// Waits up to [`WIND_DOWN`] for the legacy call to end by itself after its requests were
-    /// refused, refusing whatever else it asks meanwhile. Returns whether it ended.
-    async fn wind_down(&mut self) -> bool {
-        let deadline = tokio::time::Instant::now() + WIND_DOWN;
-        loop {
-            tokio::select! {
-                biased;
-                _ = &mut self.call.response => {
-                    self.answered = true;
-                    return true;
-                }
-                event = self.lease.events.recv() => match event {
-                    Some(BackendEvent::ServerRequest { id, method, .. }) => {
-                        let _ = self.lease.lane.respond(id, refusal_for(&method)).await;
-                    }
-                    Some(BackendEvent::Notification { .. }) => {}
-                    None => return false,
-                },
-                () = tokio::time::sleep_until(deadline) => return false,
-            }
-        }
-    }
 }
 
 impl Engine {
@@ -282,7 +203,7 @@ impl Engine {
             biased;
             unparked = live.lease.unpark() => unparked,
             () = sink.closed() => {
-                self.pauses.abandon(live, "the client request ended").await;
+                self.pauses.abandon(live, "the client request ended");
                 return None;
             }
         };
@@ -399,7 +320,7 @@ impl Engine {
                 )
             }
             Step::Fail(error) => {
-                Box::pin(self.pauses.abandon(live, "the client request ended")).await;
+                self.pauses.abandon(live, "the client request ended");
                 error.map(Err)
             }
         }

@@ -33,6 +33,7 @@ use crate::state::Sealer;
 use crate::store::PauseStore;
 use crate::subscriptions::ResourceSubscriptions;
 
+mod abandon;
 mod call_loop;
 mod discover;
 mod headers;

@@ -121,8 +121,8 @@ impl PauseBook {
     }
 
     /// Running → Abandoned: the front request ended without the legacy call.
-    pub(super) async fn abandon(&self, mut live: LiveCall, reason: &str) {
-        live.abandon(reason).await;
+    pub(super) fn abandon(&self, live: LiveCall, reason: &'static str) {
+        Box::new(live).abandon_in_background(reason);
     }
 
     /// Running → Paused: keeps the live call, records the pause, and returns the
@@ -136,12 +136,12 @@ impl PauseBook {
     ) -> Result<Value, ErrorObject> {
         if self.is_draining() {
             crate::metrics::global().rejection("draining");
-            live.abandon("the proxy could not pause the call").await;
+            Box::new(live).abandon_in_background("the proxy could not pause the call");
             return Err(internal("the proxy is shutting down: the call was cancelled instead of paused; send it again later"));
         }
         if let Err(reason) = self.health.check() {
             crate::metrics::global().rejection("store_unwritable");
-            live.abandon("the proxy could not pause the call").await;
+            Box::new(live).abandon_in_background("the proxy could not pause the call");
             return Err(limits::limit_error(
                 format!(
                     "the call needs input but cannot be paused: {reason}; the call was cancelled"
@@ -213,10 +213,10 @@ impl PauseBook {
         };
         let (record, result) = match parked {
             Ok(parked) => parked,
-            Err((mut live, refusal)) => {
+            Err((live, refusal)) => {
                 warn!(?refusal, "refused to pause a call");
                 crate::metrics::global().rejection(refusal.metric_reason());
-                live.abandon("the proxy could not pause the call").await;
+                Box::new(live).abandon_in_background("the proxy could not pause the call");
                 return Err(refusal.to_error());
             }
         };
@@ -224,8 +224,8 @@ impl PauseBook {
             self.health
                 .fail(format!("recording a pause failed: {error}"));
             let live = self.live().remove(&pause_id);
-            if let Some(mut live) = live {
-                live.abandon("the proxy could not pause the call").await;
+            if let Some(live) = live {
+                live.abandon_in_background("the proxy could not pause the call");
             }
             return Err(internal(format!(
                 "could not record the paused call: {error}"
@@ -289,7 +289,7 @@ impl PauseBook {
             // Claimed before the sweep noticed: told the same as after it.
             crate::metrics::global().pause_expired("evicted");
             let _ = self.store.set_status(&pause_id, PauseStatus::Evicted).await;
-            live.abandon(SESSION_ENDED).await;
+            live.abandon_in_background(SESSION_ENDED);
             return Err(refusals::claim_refusal(&ClaimError::Evicted(
                 SESSION_ENDED.to_owned(),
             )));
@@ -371,10 +371,10 @@ impl PauseBook {
                 }
             }
             let live = self.live().remove(&pause_id);
-            if let Some(mut live) = live {
+            if let Some(live) = live {
                 crate::metrics::global().pause_expired("evicted");
                 warn!(pause = %pause_id, reason = SESSION_ENDED, "evicted a paused call");
-                live.abandon(SESSION_ENDED).await;
+                live.abandon_in_background(SESSION_ENDED);
             }
         }
     }
@@ -406,10 +406,10 @@ impl PauseBook {
                 }
             }
             let live = self.live().remove(&record.pause_id);
-            if let Some(mut live) = live {
+            if let Some(live) = live {
                 crate::metrics::global().pause_expired("ttl");
                 info!(pause = %record.pause_id, "pause expired: cancelling the legacy call");
-                live.abandon("the client did not retry in time").await;
+                live.abandon_in_background("the client did not retry in time");
             }
         }
         // A record matters only until its deadline: a retry after it is refused as expired by
@@ -428,6 +428,8 @@ impl PauseBook {
         self.begin_drain();
         let calls: Vec<(PauseId, Box<LiveCall>)> = self.live().drain().collect();
         let count = calls.len();
+        // All at once: each may take a moment to end by itself.
+        let mut abandoned = tokio::task::JoinSet::new();
         for (pause_id, mut live) in calls {
             if let Err(error) = self
                 .store
@@ -436,8 +438,9 @@ impl PauseBook {
             {
                 warn!(%error, pause = %pause_id, "could not mark a paused call lost");
             }
-            live.abandon("the proxy is shutting down").await;
+            abandoned.spawn(async move { live.abandon("the proxy is shutting down").await });
         }
+        while abandoned.join_next().await.is_some() {}
         if let Err(error) = self.store.flush().await {
             warn!(%error, "could not flush the pause store at shutdown");
         }
