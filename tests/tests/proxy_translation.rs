@@ -3,7 +3,7 @@
 //! warnings logged under the linter's rule names.
 
 use mcp_migrate_tests::per_backend;
-use mcp_migrate_tests::support::{BackendKind, ProxyOptions, Stack, LOG_WAIT};
+use mcp_migrate_tests::support::{BackendKind, ProxyOptions, RawClient, Stack, LOG_WAIT};
 use serde_json::{json, Value};
 
 /// T9: `open_vault` fails with -32042 the first time per session; the proxy shows its URL as an
@@ -166,19 +166,26 @@ per_backend!(120;
     deprecations_are_logged_once_under_rule_names,
 );
 
-/// T14: a client that disconnects mid-call cancels the legacy call (`notifications/cancelled`
-/// with the proxy's legacy id), and the lane serves the next call.
-async fn a_disconnect_mid_call_cancels_the_legacy_call(kind: BackendKind) {
+/// Starts `slow_count` (`steps` of 20 ms, with progress) on a one-lane proxy and hangs up at its
+/// first progress notification.
+async fn leave_slow_count(kind: BackendKind, steps: u64) -> (Stack, RawClient) {
     let stack = Stack::start(kind, ProxyOptions::one_lane()).await;
     let raw = stack.raw();
-    let mut request = raw.tool_request("slow_count", json!({"n": 100}));
+    let mut request = raw.tool_request("slow_count", json!({"n": steps}));
     request.body["params"]["_meta"]["progressToken"] = json!("p");
-    // 100 steps of 20 ms: the client gives up at the first progress, with the call running.
     let outcome = raw.hang_up_after_progress(&request).await;
     assert!(
         outcome.is_ok(),
         "slow_count finished without progress: {outcome:?}"
     );
+    (stack, raw)
+}
+
+/// T14: a client that disconnects mid-call cancels the legacy call (`notifications/cancelled`
+/// with the proxy's legacy id), and the lane serves the next call.
+async fn a_disconnect_mid_call_cancels_the_legacy_call(kind: BackendKind) {
+    // 100 steps of 20 ms: the client gives up at the first progress, with the call running.
+    let (stack, raw) = leave_slow_count(kind, 100).await;
     let cancelled = stack.proxy.logs_delivered_cancellation().await;
     assert!(cancelled, "{:#?}", stack.proxy.log_lines());
     let next = raw.call_tool("ask_name", json!({})).await;
@@ -189,16 +196,8 @@ async fn a_disconnect_mid_call_cancels_the_legacy_call(kind: BackendKind) {
 /// not cancelled (a cancellation racing the answer ends the whole legacy session on the Python
 /// SDK, docs/conformance.md), and the lane it leaves serves the next call.
 async fn a_call_left_just_before_its_answer_is_not_cancelled(kind: BackendKind) {
-    let stack = Stack::start(kind, ProxyOptions::one_lane()).await;
-    let raw = stack.raw();
-    let mut request = raw.tool_request("slow_count", json!({"n": 10}));
-    request.body["params"]["_meta"]["progressToken"] = json!("p");
     // 10 steps of 20 ms: the client gives up at the first progress, ~200 ms before the answer.
-    let outcome = raw.hang_up_after_progress(&request).await;
-    assert!(
-        outcome.is_ok(),
-        "slow_count finished without progress: {outcome:?}"
-    );
+    let (stack, raw) = leave_slow_count(kind, 10).await;
     let ended = stack
         .proxy
         .logs_within(LOG_WAIT, |line| {
