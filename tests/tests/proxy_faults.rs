@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use mcp_migrate_tests::per_backend;
 use mcp_migrate_tests::support::{
     assert_error, metric, tool_text, wait_until, BackendKind, Proxy, ProxyOptions, RawClient,
-    Script, Stack, StreamItem, LOG_WAIT,
+    Script, Stack, StreamItem,
 };
 use serde_json::{json, Value};
 
@@ -350,11 +350,7 @@ async fn a_client_that_never_retries_is_swept(kind: BackendKind) {
     // Its handler gets the elicitation answered `cancel` and returns: no cancellation needed.
     let swept = stack
         .proxy
-        .logs_within(LOG_WAIT, |line| {
-            line.contains("the legacy call ended by itself before it was cancelled")
-                && line.contains("did not retry in time")
-                && line.contains("refused=true")
-        })
+        .logs_call_ended_by_itself("did not retry in time", true)
         .await;
     let log = stack.proxy.log_lines().join("\n");
     assert!(swept, "{log}");

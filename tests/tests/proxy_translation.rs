@@ -200,11 +200,7 @@ async fn a_call_left_just_before_its_answer_is_not_cancelled(kind: BackendKind) 
     let (stack, raw) = leave_slow_count(kind, 10).await;
     let ended = stack
         .proxy
-        .logs_within(LOG_WAIT, |line| {
-            line.contains("the legacy call ended by itself before it was cancelled")
-                && line.contains("the client request ended")
-                && line.contains("refused=false")
-        })
+        .logs_call_ended_by_itself("the client request ended", false)
         .await;
     let log = stack.proxy.log_lines().join("\n");
     assert!(ended, "{log}");

@@ -120,7 +120,7 @@ impl PauseBook {
         drop(live);
     }
 
-    /// Running → Abandoned: the front request ended without the legacy call.
+    /// Running or Paused → Abandoned: the front no longer wants the legacy call (engine/abandon.rs).
     pub(super) fn abandon(&self, live: LiveCall, reason: &'static str) {
         Box::new(live).abandon_in_background(reason);
     }
@@ -136,12 +136,12 @@ impl PauseBook {
     ) -> Result<Value, ErrorObject> {
         if self.is_draining() {
             crate::metrics::global().rejection("draining");
-            Box::new(live).abandon_in_background("the proxy could not pause the call");
+            self.abandon(live, "the proxy could not pause the call");
             return Err(internal("the proxy is shutting down: the call was cancelled instead of paused; send it again later"));
         }
         if let Err(reason) = self.health.check() {
             crate::metrics::global().rejection("store_unwritable");
-            Box::new(live).abandon_in_background("the proxy could not pause the call");
+            self.abandon(live, "the proxy could not pause the call");
             return Err(limits::limit_error(
                 format!(
                     "the call needs input but cannot be paused: {reason}; the call was cancelled"
@@ -216,7 +216,7 @@ impl PauseBook {
             Err((live, refusal)) => {
                 warn!(?refusal, "refused to pause a call");
                 crate::metrics::global().rejection(refusal.metric_reason());
-                Box::new(live).abandon_in_background("the proxy could not pause the call");
+                self.abandon(live, "the proxy could not pause the call");
                 return Err(refusal.to_error());
             }
         };

@@ -396,6 +396,19 @@ impl Proxy {
         .await
     }
 
+    /// Whether the proxy logged, within [`LOG_WAIT`], that a legacy call it abandoned for
+    /// `reason` ended by itself before any cancellation, after `refused` pending requests (or
+    /// none) were answered with their refusal (proxy/src/engine/abandon.rs).
+    pub async fn logs_call_ended_by_itself(&self, reason: &str, refused: bool) -> bool {
+        let refused = format!("refused={refused}");
+        self.logs_within(LOG_WAIT, |line| {
+            line.contains("the legacy call ended by itself before it was cancelled")
+                && line.contains(reason)
+                && line.contains(&refused)
+        })
+        .await
+    }
+
     /// Whether the proxy logs a line matching `matches` within `limit` (checked every 50 ms).
     pub async fn logs_within(&self, limit: Duration, matches: impl Fn(&str) -> bool) -> bool {
         let deadline = Instant::now() + limit;
