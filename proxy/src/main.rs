@@ -7,7 +7,7 @@ use mcp_mrtr_proxy::config;
 // jemalloc: glibc malloc was about a fifth of the proxy's instructions per call; jemalloc cuts
 // the instructions per pass-through call by 16 % and, unlike mimalloc, gives memory back (soak
 // test: +2.9 MiB RSS over 45 s with jemalloc, +4.3 MiB with glibc, +20 MiB with mimalloc).
-// Its background thread (proxy/Cargo.toml) returns a burst's freed pages while the proxy idles.
+// Its background threads (proxy/Cargo.toml) return a burst's freed pages while the proxy idles.
 // See bench/PROXY.md.
 #[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
 #[global_allocator]

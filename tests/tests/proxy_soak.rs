@@ -285,7 +285,7 @@ async fn settle() {
 }
 
 /// The figures once settled. Freed memory goes back to the system gradually (jemalloc's decay,
-/// 10 s, in its background thread, from the moment it was freed: idle lanes close 2 s after the
+/// 10 s, in its background threads, from the moment it was freed: idle lanes close 2 s after the
 /// load, records are pruned 10 s after their deadline): while the RSS is above `rss_bound_kib`,
 /// this waits up to [`RSS_PATIENCE`] more, a second at a time. A leak never comes back.
 async fn settled_figures(stack: &Stack, rss_bound_kib: u64) -> Figures {
